@@ -1,0 +1,24 @@
+"""Domain registry: a new domain is one module plus one line here."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import VeriloopError
+from .base import Domain, Instance, Message, Verdict, VerdictError
+
+# name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
+DOMAINS: dict[str, str] = {
+    "game24": "veriloop.domains.game24:Game24",
+}
+
+
+def get_domain(name: str) -> Domain:
+    if name not in DOMAINS:
+        known = ", ".join(sorted(DOMAINS))
+        raise VeriloopError(f"unknown domain {name!r}; choose one of: {known}")
+    module_name, factory = DOMAINS[name].split(":")
+    return getattr(importlib.import_module(module_name), factory)()
+
+
+__all__ = ["DOMAINS", "Domain", "Instance", "Message", "Verdict", "VerdictError", "get_domain"]

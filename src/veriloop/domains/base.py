@@ -1,0 +1,88 @@
+"""The records every domain, verifier, feedback policy and metric share."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+
+
+class Instance(BaseModel):
+    """One problem of a domain. `data` is the domain's own JSON-serialisable payload."""
+
+    id: str
+    data: dict[str, Any]
+    reference: Any | None = None
+
+
+class VerdictError(BaseModel):
+    """One thing wrong with an answer, in the order a checker found it."""
+
+    kind: str
+    message: str
+    where: str | None = None
+
+
+class Verdict(BaseModel):
+    """The one currency between verifiers, feedback policies and metrics.
+
+    `malformed` means the answer could not even be read as an answer of the domain.
+    `unreadable` marks a verdict that came from a judge whose own reply could not be
+    parsed: it counts as a rejection but is kept apart so studies can report it.
+    """
+
+    ok: bool
+    errors: list[VerdictError] = Field(default_factory=list)
+    malformed: bool = False
+    score: float | None = None
+    unreadable: bool = False
+    verifier: str = "sound"
+
+
+@runtime_checkable
+class Domain(Protocol):
+    """What a strategy needs to know about a task.
+
+    Ground truth (`score`) is kept apart from checking inside the loop (`verify`): in
+    Game of 24 they coincide, in QA they do not.
+    """
+
+    name: str
+    description: str
+    answer_tokens: int  # max_tokens of a generation call
+
+    def parse_instance(self, raw: Any) -> Instance:
+        """An instance from user input (CLI option or a JSONL field); VeriloopError if bad."""
+        ...
+
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]: ...
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        """The base prompt: the fixed natural-language rendering of the instance."""
+        ...
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        """The answer part of a model reply, or None when there is none."""
+        ...
+
+    def canonical(self, instance: Instance, answer: str | None) -> str | None:
+        """A key under which equivalent answers vote together (self-consistency)."""
+        ...
+
+    def verify(self, instance: Instance, text: str) -> Verdict:
+        """The domain's sound checker on a whole model reply."""
+        ...
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        """Ground-truth correctness of a final reply."""
+        ...
+
+    def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
+        """A backprompt for a rejected answer at level binary, first or all."""
+        ...
+
+    def judge_task(self, instance: Instance) -> str:
+        """The problem statement shown to an LLM judge or critic."""
+        ...

@@ -1,0 +1,60 @@
+"""Summaries computed from trajectories (never from anything else)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from .records import Trajectory
+
+
+class StrategySummary(BaseModel):
+    strategy: str
+    n: int
+    correct: int
+    accuracy: float
+    accuracy_ci95: tuple[float, float]
+    mean_rounds: float
+    model_calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    stop_reasons: dict[str, int]
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval: sane at 0/n and n/n, unlike the normal approximation."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def summarise(strategy: str, trajectories: Iterable[Trajectory]) -> StrategySummary:
+    ts = list(trajectories)
+    n = len(ts)
+    correct = sum(t.correct for t in ts)
+    calls = [c for t in ts for c in t.calls]
+    stops: dict[str, int] = {}
+    for t in ts:
+        stops[t.stop_reason] = stops.get(t.stop_reason, 0) + 1
+    return StrategySummary(
+        strategy=strategy,
+        n=n,
+        correct=correct,
+        accuracy=correct / n if n else 0.0,
+        accuracy_ci95=wilson_interval(correct, n),
+        mean_rounds=sum(t.n_rounds for t in ts) / n if n else 0.0,
+        model_calls=len(calls),
+        cache_hits=sum(c.cached for c in calls),
+        prompt_tokens=sum(c.prompt_tokens for c in calls),
+        completion_tokens=sum(c.completion_tokens for c in calls),
+        seconds=round(sum(t.seconds for t in ts), 3),
+        stop_reasons=stops,
+    )

@@ -1,0 +1,170 @@
+"""Run strategies over instances, appending each trajectory as soon as it is finished.
+
+The output directory is the unit of resumption: `trajectories.jsonl` holds every finished
+(strategy, instance, seed), so an interrupted run picks up where it stopped and a finished
+run re-run makes no model call at all. A trajectory is written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..domains.base import Domain, Instance
+from ..episode import Episode
+from ..errors import ContextOverflow, VeriloopError
+from ..models.base import Model
+from ..strategies.base import Strategy
+from .metrics import StrategySummary, summarise
+from .records import Trajectory
+
+TRAJECTORIES = "trajectories.jsonl"
+SUMMARY = "summary.json"
+CONFIG = "config.json"
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    summaries: list[StrategySummary]
+    new_trajectories: int
+    reused_trajectories: int
+    backend_calls: int
+    wall_seconds: float
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def load_trajectories(path: Path) -> list[Trajectory]:
+    if not path.exists():
+        return []
+    found: list[Trajectory] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                found.append(Trajectory.model_validate_json(line))
+            except ValidationError:
+                raise VeriloopError(f"{path}, line {lineno}: not a trajectory record; use a fresh --out") from None
+    return found
+
+
+def _check_config(out_dir: Path, config: dict[str, object]) -> None:
+    path = out_dir / CONFIG
+    if path.exists():
+        old = json.loads(path.read_text())
+        for key in ("model_identity", "domain"):
+            if old.get(key) != config.get(key):
+                raise VeriloopError(
+                    f"{out_dir} holds a run with {key} {old.get(key)!r}, not {config.get(key)!r}; choose another --out"
+                )
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+async def run_experiment(
+    model: Model,
+    domain: Domain,
+    strategies: list[Strategy],
+    instances: list[Instance],
+    out_dir: Path,
+    seed: int = 0,
+    concurrency: int | None = None,
+    config: dict[str, object] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    backend_calls: Callable[[], int] = lambda: 0,
+) -> RunResult:
+    started = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_config(out_dir, {**(config or {}), "model_identity": model.identity, "domain": domain.name, "seed": seed})
+    traj_path = out_dir / TRAJECTORIES
+    _drop_torn_tail(traj_path)
+    done = {t.key: t for t in load_trajectories(traj_path)}
+    todo = [
+        (s, inst) for s in strategies for inst in instances if (s.canonical, inst.id, seed) not in done
+    ]
+    total = len(strategies) * len(instances)
+    finished = total - len(todo)
+    calls_before = backend_calls()
+    if on_progress:
+        on_progress(finished, total)
+    semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
+    write_lock = asyncio.Lock()
+    new: list[Trajectory] = []
+
+    async def one(strategy: Strategy, instance: Instance) -> None:
+        nonlocal finished
+        async with semaphore:
+            t = Trajectory(strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed)
+            episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t)
+            t0 = time.perf_counter()
+            try:
+                await strategy.run(episode)
+            except ContextOverflow:
+                last = t.rounds[-1].text if t.rounds else None
+                episode.finish(last, "context_overflow")
+            t.seconds = round(time.perf_counter() - t0, 4)
+        async with write_lock:
+            with open(traj_path, "a", encoding="utf-8") as f:
+                f.write(t.model_dump_json() + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            new.append(t)
+            finished += 1
+            if on_progress:
+                on_progress(finished, total)
+
+    tasks = [asyncio.create_task(one(s, i)) for s, i in todo]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+    all_done = {**done, **{t.key: t for t in new}}
+    summaries = [
+        summarise(s.canonical, (all_done[(s.canonical, i.id, seed)] for i in instances)) for s in strategies
+    ]
+    result = RunResult(
+        out_dir=out_dir,
+        summaries=summaries,
+        new_trajectories=len(new),
+        reused_trajectories=total - len(todo),
+        backend_calls=backend_calls() - calls_before,
+        wall_seconds=round(time.perf_counter() - started, 3),
+    )
+    write_summary(result, instances, seed)
+    return result
+
+
+def write_summary(result: RunResult, instances: list[Instance], seed: int) -> None:
+    payload = {
+        "seed": seed,
+        "instances": [i.id for i in instances],
+        "backend_calls_this_run": result.backend_calls,
+        "wall_seconds_this_run": result.wall_seconds,
+        "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in result.summaries},
+    }
+    tmp = result.out_dir / (SUMMARY + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    os.replace(tmp, result.out_dir / SUMMARY)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line left without its newline by a crash, so appends start clean."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    with open(path, "r+b") as f:
+        f.truncate(keep)

@@ -1,0 +1,194 @@
+"""In-process llama.cpp backend (llama-cpp-python).
+
+One `Llama` per weight file per process, shared by every caller; calls are serialised
+onto it through a single worker thread so the event loop never blocks and the context is
+never used by two calls at once.
+
+Prefix reuse and exact seeds: a backprompt conversation resends the whole history each
+round, so most of every prompt was evaluated by the previous call. Keeping that prefix in
+the KV cache is what makes long loops affordable, but a prefix evaluated in different
+batch shapes can give slightly different logits than a from-scratch evaluation, and a
+seeded sample could then differ from the same call after `reset()`. We keep exactly the
+whole `n_batch`-sized chunks, aligned at position 0, of the previously *prompt-evaluated*
+tokens: those KV entries are bit-identical to what a reset-and-evaluate would compute,
+so every call returns the same completion as it would after a reset, while only the new
+tail (plus at most one chunk) is evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ContextOverflow, VeriloopError
+from .base import Completion, GenParams, Message, TokenLogprob
+
+DEFAULT_N_CTX = 4096
+DEFAULT_N_BATCH = 64
+
+
+@dataclass
+class PromptStats:
+    calls: int = 0
+    prompt_tokens_sent: int = 0
+    prompt_tokens_evaluated: int = 0
+
+
+def _aligned_llama_class() -> type:
+    from llama_cpp import Llama
+
+    class AlignedPrefixLlama(Llama):  # type: ignore[misc]
+        """Llama whose prompt-prefix reuse keeps only batch-aligned prompt chunks."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.prompt_stats = PromptStats()
+            # Tokens of the last prompt evaluation: only these (not generated tokens,
+            # which were evaluated one at a time) are safe to keep.
+            self._last_prompt: list[int] = []
+
+        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            tokens = list(tokens)
+            common = 0
+            for a, b in zip(self._last_prompt, tokens):
+                if a != b:
+                    break
+                common += 1
+            keep = (min(common, self.n_tokens) // self.n_batch) * self.n_batch
+            if keep >= len(tokens):  # the last token must be evaluated to get fresh logits
+                keep = ((len(tokens) - 1) // self.n_batch) * self.n_batch
+            self.n_tokens = keep
+            if keep == 0:
+                self.reset()
+            self._last_prompt = tokens
+            self.prompt_stats.calls += 1
+            self.prompt_stats.prompt_tokens_sent += len(tokens)
+            self.prompt_stats.prompt_tokens_evaluated += len(tokens) - keep
+            return super().generate(tokens, *args, **kwargs)
+
+    return AlignedPrefixLlama
+
+
+class _Loaded:
+    """One weight file loaded once per process, with its own worker thread."""
+
+    _registry: dict[tuple[str, bool, int, int], "_Loaded"] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        cls = _aligned_llama_class()
+        threads = max(1, os.cpu_count() or 1)
+        try:
+            self.llm = cls(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                logits_all=logits_all,
+                verbose=False,
+            )
+        except ValueError as exc:  # llama-cpp reports unreadable weights as ValueError
+            raise VeriloopError(f"llama.cpp could not load {path}: {exc}") from None
+
+    @classmethod
+    def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> "_Loaded":
+        key = (str(path.resolve()), logits_all, n_ctx, n_batch)
+        with cls._registry_lock:
+            if key not in cls._registry:
+                cls._registry[key] = cls(path, logits_all, n_ctx, n_batch)
+            return cls._registry[key]
+
+
+class LlamaCppModel:
+    backend = "llamacpp"
+    preferred_concurrency = 1
+
+    def __init__(
+        self,
+        path: Path,
+        identity: str,
+        name: str | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_batch: int = DEFAULT_N_BATCH,
+    ) -> None:
+        self.path = path
+        self.identity = identity
+        self.name = name or path.name
+        self.n_ctx = n_ctx
+        self.n_batch = n_batch
+        self._main = _Loaded.get(path, False, n_ctx, n_batch)
+
+    @property
+    def prompt_stats(self) -> PromptStats:
+        return self._main.llm.prompt_stats
+
+    def _loaded_for(self, params: GenParams) -> _Loaded:
+        # Token logprobs need logits for every position (n_ctx x vocab floats), so that
+        # costly variant is loaded only when a call asks for logprobs.
+        return _Loaded.get(self.path, True, self.n_ctx, self.n_batch) if params.logprobs else self._main
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        loaded = self._loaded_for(params)
+        loop = asyncio.get_running_loop()
+        results = []
+        for i in range(params.n):
+            results.append(await loop.run_in_executor(loaded.executor, self._one, loaded, messages, params, i))
+        return results
+
+    def _one(self, loaded: _Loaded, messages: list[Message], params: GenParams, index: int) -> Completion:
+        started = time.perf_counter()
+        kwargs: dict[str, Any] = dict(
+            messages=messages,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            # Pure temperature / nucleus sampling, as an OpenAI-style server does.
+            top_k=0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            max_tokens=params.max_tokens,
+            stop=list(params.stop) or None,
+            seed=params.sample_seed(index),
+        )
+        if params.logprobs:
+            kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
+        try:
+            out = loaded.llm.create_chat_completion(**kwargs)
+        except ValueError as exc:
+            if "context window" in str(exc) or "exceed" in str(exc):
+                raise ContextOverflow(f"prompt does not fit the {self.n_ctx}-token context of {self.name}") from None
+            raise
+        choice = out["choices"][0]
+        usage = out["usage"]
+        return Completion(
+            text=choice["message"]["content"] or "",
+            finish_reason=choice.get("finish_reason") or "stop",
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            logprobs=_logprobs(choice) if params.logprobs else None,
+            seconds=time.perf_counter() - started,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
+    content = (choice.get("logprobs") or {}).get("content")
+    if content is None:
+        return None
+    return [
+        TokenLogprob(
+            token=t["token"],
+            logprob=float(t["logprob"]),
+            top={alt["token"]: float(alt["logprob"]) for alt in t.get("top_logprobs") or []},
+        )
+        for t in content
+    ]

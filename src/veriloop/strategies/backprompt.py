@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from ..episode import Episode
+from ..feedback import check_level, render_feedback
+from ..verifiers import VERIFIERS, get_verifier
+from .base import Strategy
+
+
+class Backprompt(Strategy):
+    kind = "backprompt"
+    summary = (
+        "answer, verify, feed the critique back with the whole history; stop when the verifier accepts "
+        "or after max_rounds (the last answer is the output)"
+    )
+
+    verifier: str = "sound"
+    feedback: str = "first"
+    max_rounds: int = Field(15, ge=1)
+    temperature: float = 0.0
+
+    @field_validator("verifier")
+    @classmethod
+    def _known_verifier(cls, v: str) -> str:
+        if v not in VERIFIERS:
+            raise ValueError(f"unknown verifier {v!r} (choose {', '.join(VERIFIERS)})")
+        return v
+
+    @field_validator("feedback")
+    @classmethod
+    def _known_level(cls, v: str) -> str:
+        return check_level(v)
+
+    async def run(self, episode: Episode) -> None:
+        verifier = get_verifier(self.verifier)
+        messages = list(episode.domain.prompt(episode.instance))
+        params = episode.params(temperature=self.temperature)
+        text = ""
+        for round in range(1, self.max_rounds + 1):
+            text = await episode.call_one("generate", messages, params, round)
+            verdict = await verifier.verify(episode, text, round)
+            episode.add_round(round, text, verdict)
+            if verdict.ok:
+                episode.finish(text, "verifier_accepted")
+                return
+            if round == self.max_rounds:
+                break
+            critique = await render_feedback(self.feedback, episode, text, verdict, round)
+            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": critique}]
+        episode.finish(text, "max_rounds")

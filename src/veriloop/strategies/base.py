@@ -1,0 +1,35 @@
+"""Strategies are control loops over an Episode; options are typed and printable.
+
+A strategy's canonical name (`backprompt:feedback=first,max_rounds=5,verifier=sound`)
+lists every option, so it is both the label in a table and the key under which its
+trajectories are resumed: changing an option never reuses results made without it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..episode import Episode
+
+
+class Strategy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ClassVar[str]
+    summary: ClassVar[str]
+
+    @property
+    def canonical(self) -> str:
+        opts = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.model_dump().items()))
+        return f"{self.kind}:{opts}" if opts else self.kind
+
+    async def run(self, episode: Episode) -> None:
+        raise NotImplementedError
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

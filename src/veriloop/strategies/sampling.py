@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from ..episode import Episode
+from ..verifiers import VERIFIERS, get_verifier
+from .base import Strategy
+
+
+class Sampling(Strategy):
+    kind = "sampling"
+    summary = "fresh sample of the same base prompt each round (no history) until the verifier accepts or k tries"
+
+    k: int = Field(15, ge=1)
+    temperature: float = 1.0
+    verifier: str = "sound"
+
+    @field_validator("verifier")
+    @classmethod
+    def _known_verifier(cls, v: str) -> str:
+        if v not in VERIFIERS:
+            raise ValueError(f"unknown verifier {v!r} (choose {', '.join(VERIFIERS)})")
+        return v
+
+    async def run(self, episode: Episode) -> None:
+        verifier = get_verifier(self.verifier)
+        messages = episode.domain.prompt(episode.instance)
+        text = ""
+        for round in range(1, self.k + 1):
+            # Sample index = round - 1: the same k cache entries self-consistency draws.
+            params = episode.params(temperature=self.temperature, sample_offset=round - 1)
+            text = await episode.call_one("generate", messages, params, round)
+            verdict = await verifier.verify(episode, text, round)
+            episode.add_round(round, text, verdict)
+            if verdict.ok:
+                episode.finish(text, "verifier_accepted")
+                return
+        episode.finish(text, "max_rounds")

@@ -1,0 +1,14 @@
+"""The verifier protocol: judge one reply of the model inside a loop."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..domains.base import Verdict
+from ..episode import Episode
+
+
+class Verifier(Protocol):
+    name: str
+
+    async def verify(self, episode: Episode, text: str, round: int) -> Verdict: ...
