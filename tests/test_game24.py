@@ -19,6 +19,7 @@ from veriloop.domains.game24 import (
     MalformedExpression,
     all_solvable_puzzles,
     evaluate_expression,
+    core_operations,
     solution_count,
     solve,
 )
@@ -126,12 +127,21 @@ def test_protocol_and_identity() -> None:
     assert GAME.description and "\n" not in GAME.description
 
 
+def test_core_operations() -> None:
+    assert core_operations([1, 1, 4, 6]) == 1  # 4 * 6, times 1 * 1
+    assert core_operations([4, 6, 11, 11]) == 1  # 4 * 6, times 11 / 11
+    assert core_operations([1, 2, 3, 4]) == 2  # 2 * 3 * 4, times 1
+    assert core_operations([4, 9, 10, 13]) == 3
+
+
 def test_generated_instances_easiest_first() -> None:
     items = GAME.load_instances(None)
     assert len(items) == 1362
     assert [i.id for i in items[:2]] == ["game24-g1", "game24-g2"]
-    counts = [i.data["solutions"] for i in items]
-    assert counts == sorted(counts, reverse=True)
+    keys = [(i.data["core_operations"], -i.data["numbers"].count(1), -i.data["solutions"]) for i in items]
+    assert keys == sorted(keys)
+    assert items[0].data["core_operations"] == 1 and items[-1].data["core_operations"] == 3
+    assert [1, 1, 4, 6] in [i.data["numbers"] for i in items[:5]]  # 4nums.com's easiest puzzle
     assert all(i.data["rank"] is None for i in items)
     assert all(GAME.score(i, f"Answer: {i.reference}") for i in items)
     assert GAME.load_instances(None, n=3, offset=2) == items[2:5]

@@ -85,9 +85,9 @@ def _slug(text: str) -> str:
 
 STRATEGY_HELP = (
     "Strategy spec, repeatable (or ';'-separated): NAME or NAME:key=value,... "
-    "NAMES: standard [temperature]; backprompt [verifier=sound|llm, feedback=none|binary|first|all|llm, "
-    "max_rounds, temperature]; sampling [k, temperature, verifier]; self-consistency [k, temperature]. "
-    "Default: the four of the main job."
+    "NAMES (options): standard (temperature); backprompt (verifier=sound|llm, feedback=none|binary|first|all|llm, "
+    "max_rounds, temperature); sampling (k, temperature, verifier); self-consistency (k, temperature). "
+    "Example: -s 'backprompt:verifier=sound,feedback=all'. Default: the four of the main job."
 )
 
 
@@ -252,7 +252,8 @@ def main() -> None:
     try:
         app()
     except VeriloopError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # Plain print: rich would wrap a long message over several lines.
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
 
 

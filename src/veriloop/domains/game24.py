@@ -147,6 +147,34 @@ def solution_count(numbers: Sequence[int]) -> int:
     return _solution_count_sorted(tuple(sorted(int(n) for n in numbers)))
 
 
+def _neutral(rest: tuple[int, ...]) -> bool:
+    """Whether these leftover numbers fold away for free: nothing, 1s (x * 1), or an
+    equal pair (x / x = 1, x - x = 0), possibly with 1s."""
+    if all(n == 1 for n in rest):
+        return True
+    counts = Counter(n for n in rest if n != 1)
+    return len(counts) == 1 and next(iter(counts.values())) == 2
+
+
+@lru_cache(maxsize=None)
+def _core_operations_sorted(nums: tuple[int, ...]) -> int:
+    best = len(nums) - 1
+    for size in range(1, len(nums)):
+        for idx in combinations(range(len(nums)), size):
+            core = tuple(nums[i] for i in idx)
+            rest = tuple(nums[i] for i in range(len(nums)) if i not in idx)
+            if _neutral(rest) and Fraction(TARGET) in _reachable(core):
+                best = min(best, size - 1)
+    return best
+
+
+def core_operations(numbers: Sequence[int]) -> int:
+    """How many real operations a solution needs once free leftovers (1s, an equal pair)
+    are folded away: 1 for 1 1 4 6 (4 * 6), 3 for 4 9 10 13. The main ease proxy: human
+    solve times on 4nums.com and small models' success both favour few real steps."""
+    return _core_operations_sorted(tuple(sorted(int(n) for n in numbers)))
+
+
 @lru_cache(maxsize=1)
 def _all_solvable() -> tuple[tuple[int, int, int, int], ...]:
     puzzles = combinations_with_replacement(range(MIN_NUMBER, MAX_NUMBER + 1), 4)
@@ -415,11 +443,11 @@ class Game24:
 
     @staticmethod
     def _generated() -> list[Instance]:
-        ordered = sorted(all_solvable_puzzles(), key=lambda p: (-solution_count(p), p))
+        ordered = sorted(all_solvable_puzzles(), key=lambda p: (core_operations(p), -p.count(1), -solution_count(p), p))
         return [
             Instance(
                 id=f"game24-g{i + 1}",
-                data={"numbers": list(p), "rank": None, "solutions": solution_count(p)},
+                data={"numbers": list(p), "rank": None, "core_operations": core_operations(p), "solutions": solution_count(p)},
                 reference=solve(p),
             )
             for i, p in enumerate(ordered)

@@ -49,6 +49,8 @@ def _aligned_llama_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.prompt_stats = PromptStats()
+            # Off only for measuring what reuse saves (bench/prefix_reuse.py).
+            self.prefix_reuse = True
             # Tokens of the last prompt evaluation: only these (not generated tokens,
             # which were evaluated one at a time) are safe to keep.
             self._last_prompt: list[int] = []
@@ -60,7 +62,7 @@ def _aligned_llama_class() -> type:
                 if a != b:
                     break
                 common += 1
-            keep = (min(common, self.n_tokens) // self.n_batch) * self.n_batch
+            keep = (min(common, self.n_tokens) // self.n_batch) * self.n_batch if self.prefix_reuse else 0
             if keep >= len(tokens):  # the last token must be evaluated to get fresh logits
                 keep = ((len(tokens) - 1) // self.n_batch) * self.n_batch
             self.n_tokens = keep

@@ -1,0 +1,138 @@
+"""The command line as a user meets it: clear one-line errors, verify exit codes, a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def veriloop(*args: str, home: Path | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="200")  # help text is wrapped to the terminal width
+    if home is not None:
+        env["VERILOOP_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    text = " ".join(lines)
+    assert text.startswith("error:"), proc.stderr
+    for fragment in fragments:
+        assert fragment in text, (fragment, proc.stderr)
+
+
+class TestBadInput:
+    def test_unknown_domain(self):
+        assert_one_line_error(veriloop("run", "--domain", "chess"), "unknown domain 'chess'", "game24")
+
+    def test_unknown_strategy(self):
+        assert_one_line_error(veriloop("run", "--strategy", "magic"), "unknown strategy 'magic'", "backprompt")
+
+    def test_bad_strategy_option(self):
+        assert_one_line_error(veriloop("run", "--strategy", "backprompt:feedback=loud"), "feedback level 'loud'")
+
+    def test_unreadable_data_file(self, tmp_path):
+        missing = tmp_path / "nope.csv"
+        assert_one_line_error(veriloop("run", "--data", str(missing)), str(missing), "not found")
+        bad = tmp_path / "bad.csv"
+        bad.write_text("Rank,Puzzles\n1,1 1 4 6\n2,1 2 x 4\n")
+        assert_one_line_error(veriloop("run", "--data", str(bad)), str(bad), "line 3")
+
+    def test_missing_model(self, tmp_path):
+        proc = veriloop("run", "--model", "qwen2.5-coder-0.5b", home=tmp_path / "empty-home")
+        assert_one_line_error(proc, "not installed", "veriloop models install qwen2.5-coder-0.5b")
+
+    def test_missing_gguf_path(self, tmp_path):
+        assert_one_line_error(veriloop("run", "--model", str(tmp_path / "x.gguf")), "does not exist")
+
+    def test_not_a_gguf_file(self, tmp_path):
+        fake = tmp_path / "weights.gguf"
+        fake.write_bytes(b"not a model at all")
+        assert_one_line_error(veriloop("run", "--model", str(fake)), "not a GGUF model file")
+
+    def test_unknown_model_id(self):
+        assert_one_line_error(veriloop("run", "--model", "gpt-99"), "unknown model 'gpt-99'", "openai/<model>")
+
+    def test_corrupt_weight_file(self, tmp_path, smollm2_path):
+        from veriloop.models.packs import PACKS
+
+        home = tmp_path / "home"
+        (home / "models").mkdir(parents=True)
+        corrupt = home / "models" / PACKS["smollm2-135m"].filename
+        shutil.copyfile(smollm2_path, corrupt)
+        with open(corrupt, "r+b") as f:
+            f.seek(5_000_000)
+            byte = f.read(1)
+            f.seek(5_000_000)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        proc = veriloop("run", "--model", "smollm2-135m", home=home)
+        assert_one_line_error(proc, "corrupt", "veriloop models install smollm2-135m --force")
+
+
+class TestVerify:
+    def test_single_answer_exit_codes(self):
+        ok = veriloop("verify", "game24", "--instance", "1 1 4 6", "--answer", "Multiply the big ones.\nAnswer: 4 × 6 × (1 × 1) = 24")
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert json.loads(ok.stdout)["ok"] is True
+        wrong = veriloop("verify", "game24", "--instance", "1 1 4 6", "--answer", "(6+1)*4-1")
+        assert wrong.returncode == 1
+        verdict = json.loads(wrong.stdout)
+        assert verdict["ok"] is False and verdict["errors"][0]["kind"] == "wrong_value"
+
+    def test_batch_writes_one_verdict_per_line(self, tmp_path):
+        batch = tmp_path / "in.jsonl"
+        rows = [
+            {"instance": "1 1 4 6", "answer": "(4*6)/(1*1)"},
+            {"instance": "1 1 4 6", "answer": "6*4"},
+            {"instance": "1 1 4 6", "answer": "__import__('os').system('touch /tmp/pwned')"},
+            {"instance": "4 4 6 8", "answer": "(4 + 8) * (6 - 4) = 24"},
+        ]
+        batch.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        proc = veriloop("verify", "game24", "--batch", str(batch))
+        assert proc.returncode == 0, proc.stderr
+        verdicts = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert [v["ok"] for v in verdicts] == [True, False, False, True]
+        assert verdicts[1]["errors"][0]["kind"] == "wrong_numbers"
+        assert verdicts[2]["malformed"] is True
+        assert set(verdicts[0]) == {"ok", "errors", "malformed"}
+
+    def test_bad_batch_line_names_the_line(self, tmp_path):
+        batch = tmp_path / "in.jsonl"
+        batch.write_text('{"instance": "1 1 4 6", "answer": "6*4"}\n{"answer": "1"}\n')
+        assert_one_line_error(veriloop("verify", "game24", "--batch", str(batch)), "line 2")
+
+    def test_bad_instance(self):
+        assert_one_line_error(veriloop("verify", "game24", "--instance", "1 2 3", "--answer", "1"), "four whole numbers")
+
+
+def test_help_explains_the_strategy_notation():
+    proc = veriloop("run", "--help")
+    assert proc.returncode == 0
+    for word in ("backprompt", "verifier=sound", "feedback=none|binary|first|all|llm", "self-consistency", "--max-rounds"):
+        assert word in proc.stdout
+
+
+@pytest.mark.model
+def test_run_prints_the_table_and_writes_the_run_dir(tmp_path, smollm2_path):
+    args = ("run", "--model", "smollm2-135m", "-n", "2", "--strategy", "standard;sampling:k=2",
+            "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "calls.sqlite"))
+    proc = veriloop(*args)
+    assert proc.returncode == 0, proc.stderr
+    for column in ("strategy", "accuracy", "mean rounds", "model calls", "tokens", "seconds"):
+        assert column in proc.stdout
+    assert "standard" in proc.stdout and "sampling:k=2" in proc.stdout
+    assert "4/4" in proc.stderr  # the progress report reached the end (2 strategies x 2 puzzles)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert len(summary["strategies"]) == 2
+    again = veriloop(*args)
+    assert again.returncode == 0 and "0 backend calls" in again.stdout

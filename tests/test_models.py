@@ -1,0 +1,107 @@
+"""The model layer on a real model (SmolLM2-135M): completions, seeds, prefix reuse,
+logprobs, and the call cache."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from veriloop.errors import ContextOverflow
+from veriloop.models import CachedModel, CallCache, GenParams
+
+pytestmark = pytest.mark.model
+
+QUESTION = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Name three colours of the rainbow."},
+]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_completion_carries_text_reason_and_token_counts(smollm2):
+    (c,) = run(smollm2.generate(QUESTION, GenParams(max_tokens=24)))
+    assert c.text.strip()
+    assert c.finish_reason in ("stop", "length")
+    assert c.prompt_tokens > 10 and 0 < c.completion_tokens <= 24
+    assert c.logprobs is None
+
+
+def test_seeded_samples_reproduce_whatever_ran_before(smollm2):
+    params = GenParams(temperature=1.0, seed=123, max_tokens=40)
+    (first,) = run(smollm2.generate(QUESTION, params))
+    # Grow the context with a longer conversation sharing the prefix, as a backprompt
+    # loop does, then ask the first question again: the sample must not change.
+    longer = QUESTION + [
+        {"role": "assistant", "content": first.text},
+        {"role": "user", "content": "Now name three more, and explain each in one sentence. " * 20},
+    ]
+    run(smollm2.generate(longer, GenParams(temperature=1.0, seed=7, max_tokens=30)))
+    (again,) = run(smollm2.generate(QUESTION, params))
+    assert again.text == first.text
+    (longer_1,) = run(smollm2.generate(longer, params))
+    run(smollm2.generate([{"role": "user", "content": "Unrelated prompt to clear the prefix."}], GenParams(max_tokens=5)))
+    (longer_2,) = run(smollm2.generate(longer, params))
+    assert longer_1.text == longer_2.text
+
+
+def test_samples_are_indexed_and_distinct(smollm2):
+    params = GenParams(temperature=1.0, seed=11, max_tokens=30)
+    batch = run(smollm2.generate(QUESTION, params.with_(n=3)))
+    singles = [run(smollm2.generate(QUESTION, params.with_(sample_offset=i)))[0] for i in range(3)]
+    assert [c.text for c in batch] == [c.text for c in singles]
+    assert len({c.text for c in batch}) > 1
+
+
+def test_prefix_reuse_evaluates_far_fewer_tokens_than_sent(smollm2):
+    stats = smollm2.prompt_stats
+    sent0, evaluated0 = stats.prompt_tokens_sent, stats.prompt_tokens_evaluated
+    messages = list(QUESTION)
+    for round in range(6):
+        (c,) = run(smollm2.generate(messages, GenParams(max_tokens=30, seed=round)))
+        messages += [{"role": "assistant", "content": c.text}, {"role": "user", "content": f"Round {round}: try again."}]
+    sent = stats.prompt_tokens_sent - sent0
+    evaluated = stats.prompt_tokens_evaluated - evaluated0
+    assert 0 < evaluated < 0.6 * sent
+
+
+def test_token_logprobs_when_asked(smollm2):
+    (c,) = run(smollm2.generate(QUESTION, GenParams(max_tokens=12, logprobs=True, top_logprobs=3)))
+    assert c.logprobs is not None and len(c.logprobs) == c.completion_tokens
+    assert all(t.logprob <= 0.0 for t in c.logprobs)
+    assert all(1 <= len(t.top) <= 3 for t in c.logprobs)
+    # Greedy decoding picks the most likely token, so it is at the top of its alternatives.
+    assert all(t.logprob >= max(t.top.values()) - 1e-4 for t in c.logprobs)
+
+
+def test_prompt_beyond_the_context_is_a_clear_error(smollm2):
+    huge = [{"role": "user", "content": "word " * 6000}]
+    with pytest.raises(ContextOverflow, match="context"):
+        run(smollm2.generate(huge, GenParams(max_tokens=8)))
+
+
+def test_cache_replays_and_keys_on_the_sample_index(smollm2, tmp_path):
+    db = tmp_path / "calls.sqlite"
+    model = CachedModel(smollm2, CallCache(db))
+    params = GenParams(temperature=1.0, seed=3, max_tokens=20)
+    four = run(model.generate(QUESTION, params.with_(n=4)))
+    assert model.stats.backend_calls == 4 and not any(c.cached for c in four)
+    six = run(model.generate(QUESTION, params.with_(n=6)))
+    assert model.stats.backend_calls == 6  # only samples 4 and 5 were new
+    assert [c.text for c in six[:4]] == [c.text for c in four]
+    assert all(c.cached for c in six[:4]) and not any(c.cached for c in six[4:])
+    run(model.generate(QUESTION, params.with_(temperature=0.7)))
+    assert model.stats.backend_calls == 7
+    model.cache.close()
+    # A new process (new CachedModel on the same file) replays without the backend.
+    again = CachedModel(smollm2, CallCache(db))
+    replay = run(again.generate(QUESTION, params.with_(n=6)))
+    assert again.stats.backend_calls == 0 and again.stats.hits == 6
+    assert [c.text for c in replay] == [c.text for c in six]
+    again.cache.close()
+    rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    assert rows == 7
