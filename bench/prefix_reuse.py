@@ -45,7 +45,7 @@ def main() -> None:
 
     def measure(reuse: bool) -> tuple[int, int, float, list[list[str]], int]:
         llm.prefix_reuse = reuse
-        llm.reset()
+        model.reset()
         stats = model.prompt_stats
         sent0, eval0 = stats.prompt_tokens_sent, stats.prompt_tokens_evaluated
         outputs, rounds = [], 0

@@ -33,9 +33,8 @@ def test_completion_carries_text_reason_and_token_counts(smollm2):
 
 def test_seeded_samples_reproduce_whatever_ran_before(smollm2):
     params = GenParams(temperature=1.0, seed=123, max_tokens=40)
+    smollm2.reset()
     (first,) = run(smollm2.generate(QUESTION, params))
-    # Grow the context with a longer conversation sharing the prefix, as a backprompt
-    # loop does, then ask the first question again: the sample must not change.
     longer = QUESTION + [
         {"role": "assistant", "content": first.text},
         {"role": "user", "content": "Now name three more, and explain each in one sentence. " * 20},
@@ -43,10 +42,18 @@ def test_seeded_samples_reproduce_whatever_ran_before(smollm2):
     run(smollm2.generate(longer, GenParams(temperature=1.0, seed=7, max_tokens=30)))
     (again,) = run(smollm2.generate(QUESTION, params))
     assert again.text == first.text
-    (longer_1,) = run(smollm2.generate(longer, params))
-    run(smollm2.generate([{"role": "user", "content": "Unrelated prompt to clear the prefix."}], GenParams(max_tokens=5)))
-    (longer_2,) = run(smollm2.generate(longer, params))
-    assert longer_1.text == longer_2.text
+
+    # A backprompt round: the history grows, so most of the prompt is the previous one.
+    run(smollm2.generate(longer, GenParams(temperature=1.0, seed=7, max_tokens=30)))
+    longest = longer + [{"role": "assistant", "content": "Red, orange, yellow."}, {"role": "user", "content": "Again."}]
+    stats = smollm2.prompt_stats
+    sent0, evaluated0 = stats.prompt_tokens_sent, stats.prompt_tokens_evaluated
+    (reused,) = run(smollm2.generate(longest, params))
+    sent, evaluated = stats.prompt_tokens_sent - sent0, stats.prompt_tokens_evaluated - evaluated0
+    assert evaluated < sent / 2  # the prefix really was reused...
+    smollm2.reset()
+    (scratch,) = run(smollm2.generate(longest, params))
+    assert reused.text == scratch.text  # ...and the sample is what a hard reset gives
 
 
 def test_samples_are_indexed_and_distinct(smollm2):
@@ -76,6 +83,22 @@ def test_token_logprobs_when_asked(smollm2):
     assert all(1 <= len(t.top) <= 3 for t in c.logprobs)
     # Greedy decoding picks the most likely token, so it is at the top of its alternatives.
     assert all(t.logprob >= max(t.top.values()) - 1e-4 for t in c.logprobs)
+
+
+def test_scoring_given_text_matches_the_logprobs_of_generating_it(smollm2):
+    (c,) = run(smollm2.generate(QUESTION, GenParams(max_tokens=12, logprobs=True)))
+    scored = run(smollm2.score(QUESTION, c.text))
+    assert [t.token for t in scored] == [t.token for t in c.logprobs]
+    # The first token's logits come from the same prompt evaluation: exact. Later ones
+    # were evaluated one at a time while generating but in one batch here, and the
+    # quantised kernels differ slightly between those shapes (measured up to ~0.08 nats);
+    # a misaligned scorer would be off by whole nats.
+    assert scored[0].logprob == pytest.approx(c.logprobs[0].logprob, abs=1e-4)
+    diffs = [abs(mine.logprob - theirs.logprob) for mine, theirs in zip(scored, c.logprobs)]
+    assert max(diffs) < 0.25 and sum(diffs) / len(diffs) < 0.05
+    # A continuation the model would not write is less likely, token for token.
+    odd = run(smollm2.score(QUESTION, "Purple elephants dance quietly."))
+    assert sum(t.logprob for t in odd) / len(odd) < sum(t.logprob for t in scored) / len(scored)
 
 
 def test_prompt_beyond_the_context_is_a_clear_error(smollm2):

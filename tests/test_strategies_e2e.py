@@ -139,3 +139,43 @@ def test_out_dir_of_another_model_is_refused(first_run, smollm2, tmp_path):
     (other / "trajectories.jsonl").write_text("")
     with pytest.raises(VeriloopError, match="choose another --out"):
         asyncio.run(run_experiment(smollm2, get_domain("game24"), [], [], other))
+
+
+def test_a_users_own_model_class_runs_in_the_same_loops(smollm2_path, tmp_path):
+    """The README's promise: anything with an async generate() is a model."""
+    from llama_cpp import Llama
+
+    from veriloop.models import Completion, GenParams
+
+    class MyModel:
+        backend, identity, name, preferred_concurrency = "mine", "my-smollm2", "my-smollm2", 1
+
+        def __init__(self) -> None:
+            self.llm = Llama(model_path=str(smollm2_path), n_ctx=2048, verbose=False)
+            self.calls = 0
+
+        async def generate(self, messages, params: GenParams) -> list[Completion]:
+            out = []
+            for i in range(params.n):
+                self.calls += 1
+                r = self.llm.create_chat_completion(
+                    messages=messages, temperature=params.temperature, max_tokens=params.max_tokens,
+                    seed=params.sample_seed(i),
+                )
+                out.append(Completion(
+                    text=r["choices"][0]["message"]["content"], finish_reason=r["choices"][0]["finish_reason"],
+                    prompt_tokens=r["usage"]["prompt_tokens"], completion_tokens=r["usage"]["completion_tokens"],
+                ))
+            return out
+
+        async def aclose(self) -> None:
+            pass
+
+    model = MyModel()
+    domain = get_domain("game24")
+    strategies = [parse_strategy("backprompt:verifier=llm,feedback=llm,max_rounds=2"), parse_strategy("sampling:k=2")]
+    result = asyncio.run(run_experiment(model, domain, strategies, domain.load_instances(None, n=1), tmp_path / "run"))
+    assert result.new_trajectories == 2 and model.calls >= 3
+    trajectories = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    assert {t.model for t in trajectories} == {"my-smollm2"}
+    assert sum(len(t.calls) for t in trajectories) == model.calls

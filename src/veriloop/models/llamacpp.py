@@ -55,6 +55,10 @@ def _aligned_llama_class() -> type:
             # which were evaluated one at a time) are safe to keep.
             self._last_prompt: list[int] = []
 
+        def reset_prefix(self) -> None:
+            self.reset()
+            self._last_prompt = []
+
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
             tokens = list(tokens)
             common = 0
@@ -85,6 +89,7 @@ class _Loaded:
 
     def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        self._formatter: Any = None
         cls = _aligned_llama_class()
         threads = max(1, os.cpu_count() or 1)
         try:
@@ -99,6 +104,24 @@ class _Loaded:
             )
         except ValueError as exc:  # llama-cpp reports unreadable weights as ValueError
             raise VeriloopError(f"llama.cpp could not load {path}: {exc}") from None
+
+    def chat_prompt(self, messages: list[Message]) -> str:
+        """The prompt text the model's own chat template makes of `messages`, ending
+        where the assistant's reply starts (as create_chat_completion formats it)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if self._formatter is None:
+            template = self.llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise VeriloopError("this GGUF file has no chat template, so replies cannot be scored")
+            model = self.llm._model
+            eos, bos = self.llm.token_eos(), self.llm.token_bos()
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=model.token_get_text(eos) if eos != -1 else "",
+                bos_token=model.token_get_text(bos) if bos != -1 else "",
+            )
+        return self._formatter(messages=messages).prompt
 
     @classmethod
     def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> "_Loaded":
@@ -131,6 +154,14 @@ class LlamaCppModel:
     @property
     def prompt_stats(self) -> PromptStats:
         return self._main.llm.prompt_stats
+
+    def reset(self) -> None:
+        """Forget every cached prefix: the next call evaluates its prompt from scratch.
+
+        Never needed for correct seeds (see the module docstring); used to show that."""
+        for loaded in (self._main, _Loaded._registry.get((str(self.path.resolve()), True, self.n_ctx, self.n_batch))):
+            if loaded is not None:
+                loaded.executor.submit(loaded.llm.reset_prefix).result()
 
     def _loaded_for(self, params: GenParams) -> _Loaded:
         # Token logprobs need logits for every position (n_ctx x vocab floats), so that
@@ -177,6 +208,43 @@ class LlamaCppModel:
             logprobs=_logprobs(choice) if params.logprobs else None,
             seconds=time.perf_counter() - started,
         )
+
+    async def score(self, messages: list[Message], continuation: str) -> list[TokenLogprob]:
+        """Log-probability of each token of `continuation` as the assistant's reply to
+        `messages` (for perplexity, P(True) and answer-likelihood baselines).
+
+        llama-cpp-python 0.3.36 returns wrong prompt-token logprobs with echo=True, so
+        the tokens are evaluated here and the log-softmax is taken of the raw logits."""
+        loaded = _Loaded.get(self.path, True, self.n_ctx, self.n_batch)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(loaded.executor, self._score, loaded, messages, continuation)
+
+    def _score(self, loaded: _Loaded, messages: list[Message], continuation: str) -> list[TokenLogprob]:
+        import numpy as np
+
+        llm = loaded.llm
+        prompt = loaded.chat_prompt(messages)
+        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        reply_tokens = llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+        tokens = prompt_tokens + reply_tokens
+        if len(tokens) > self.n_ctx:
+            raise ContextOverflow(f"text to score does not fit the {self.n_ctx}-token context of {self.name}")
+        if not reply_tokens:
+            return []
+        llm.reset_prefix()
+        llm.eval(tokens)
+        # Row i of the scores predicts token i + 1.
+        logits = np.asarray(llm.scores[len(prompt_tokens) - 1 : len(tokens) - 1], dtype=np.float64)
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        llm.reset_prefix()  # the KV now holds a scored text, not a prompt evaluation
+        return [
+            TokenLogprob(
+                token=llm.detokenize([tok]).decode("utf-8", errors="replace"),
+                logprob=float(logits[i, tok] - log_norm[i]),
+            )
+            for i, tok in enumerate(reply_tokens)
+        ]
 
     async def aclose(self) -> None:
         return None

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ..episode import Episode
-from ..feedback import check_level, render_feedback
-from ..verifiers import VERIFIERS, get_verifier
-from .base import Strategy
+from ..feedback import render_feedback
+from ..verifiers import get_verifier
+from .base import FeedbackLevel, Strategy, VerifierName
 
 
 class Backprompt(Strategy):
@@ -15,22 +15,10 @@ class Backprompt(Strategy):
         "or after max_rounds (the last answer is the output)"
     )
 
-    verifier: str = "sound"
-    feedback: str = "first"
+    verifier: VerifierName = "sound"
+    feedback: FeedbackLevel = "first"
     max_rounds: int = Field(15, ge=1)
     temperature: float = 0.0
-
-    @field_validator("verifier")
-    @classmethod
-    def _known_verifier(cls, v: str) -> str:
-        if v not in VERIFIERS:
-            raise ValueError(f"unknown verifier {v!r} (choose {', '.join(VERIFIERS)})")
-        return v
-
-    @field_validator("feedback")
-    @classmethod
-    def _known_level(cls, v: str) -> str:
-        return check_level(v)
 
     async def run(self, episode: Episode) -> None:
         verifier = get_verifier(self.verifier)

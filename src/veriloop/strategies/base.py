@@ -7,11 +7,24 @@ trajectories are resumed: changing an option never reuses results made without i
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from ..episode import Episode
+from ..feedback import check_level
+from ..verifiers import VERIFIERS
+
+
+def _known_verifier(name: str) -> str:
+    if name not in VERIFIERS:
+        raise ValueError(f"unknown verifier {name!r} (choose {', '.join(VERIFIERS)})")
+    return name
+
+
+# Option types shared by every strategy that takes them.
+VerifierName = Annotated[str, AfterValidator(_known_verifier)]
+FeedbackLevel = Annotated[str, AfterValidator(check_level)]
 
 
 class Strategy(BaseModel):
