@@ -19,7 +19,7 @@ class Episode:
     trajectory: Trajectory
 
     def params(self, **overrides: object) -> GenParams:
-        base = GenParams(seed=self.seed, max_tokens=getattr(self.domain, "answer_tokens", 256))
+        base = GenParams(seed=self.seed, max_tokens=self.domain.answer_tokens)
         return base.with_(**overrides)
 
     async def call(self, role: Role, messages: list[Message], params: GenParams, round: int) -> list[Completion]:

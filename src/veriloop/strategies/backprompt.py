@@ -5,7 +5,7 @@ from pydantic import Field
 from ..episode import Episode
 from ..feedback import render_feedback
 from ..verifiers import get_verifier
-from .base import FeedbackLevel, Strategy, VerifierName
+from .base import FeedbackLevel, Strategy, VerifierName, attempt
 
 
 class Backprompt(Strategy):
@@ -26,11 +26,8 @@ class Backprompt(Strategy):
         params = episode.params(temperature=self.temperature)
         text = ""
         for round in range(1, self.max_rounds + 1):
-            text = await episode.call_one("generate", messages, params, round)
-            verdict = await verifier.verify(episode, text, round)
-            episode.add_round(round, text, verdict)
+            text, verdict = await attempt(episode, verifier, messages, params, round)
             if verdict.ok:
-                episode.finish(text, "verifier_accepted")
                 return
             if round == self.max_rounds:
                 break

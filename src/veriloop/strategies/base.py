@@ -11,9 +11,11 @@ from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from ..domains.base import Message, Verdict
 from ..episode import Episode
 from ..feedback import check_level
-from ..verifiers import VERIFIERS
+from ..models.base import GenParams
+from ..verifiers import VERIFIERS, Verifier
 
 
 def _known_verifier(name: str) -> str:
@@ -46,3 +48,15 @@ def _fmt(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+async def attempt(
+    episode: Episode, verifier: Verifier, messages: list[Message], params: GenParams, round: int
+) -> tuple[str, Verdict]:
+    """One answer, checked and recorded; the episode finishes here if the verifier accepts."""
+    text = await episode.call_one("generate", messages, params, round)
+    verdict = await verifier.verify(episode, text, round)
+    episode.add_round(round, text, verdict)
+    if verdict.ok:
+        episode.finish(text, "verifier_accepted")
+    return text, verdict

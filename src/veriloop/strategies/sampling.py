@@ -4,7 +4,7 @@ from pydantic import Field
 
 from ..episode import Episode
 from ..verifiers import get_verifier
-from .base import Strategy, VerifierName
+from .base import Strategy, VerifierName, attempt
 
 
 class Sampling(Strategy):
@@ -22,10 +22,7 @@ class Sampling(Strategy):
         for round in range(1, self.k + 1):
             # Sample index = round - 1: the same k cache entries self-consistency draws.
             params = episode.params(temperature=self.temperature, sample_offset=round - 1)
-            text = await episode.call_one("generate", messages, params, round)
-            verdict = await verifier.verify(episode, text, round)
-            episode.add_round(round, text, verdict)
+            text, verdict = await attempt(episode, verifier, messages, params, round)
             if verdict.ok:
-                episode.finish(text, "verifier_accepted")
                 return
         episode.finish(text, "max_rounds")
