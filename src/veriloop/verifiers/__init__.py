@@ -12,6 +12,7 @@ from .sound import SoundVerifier
 VERIFIERS: dict[str, Callable[[], Verifier]] = {
     "sound": SoundVerifier,
     "llm": LLMJudge,
+    "llm-cot": lambda: LLMJudge(cot=True),
 }
 
 
