@@ -10,6 +10,7 @@ from .base import Candidate, Domain, Instance, Message, SupportsStudies, Verdict
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
 DOMAINS: dict[str, str] = {
     "game24": "veriloop.domains.game24:Game24",
+    "coloring": "veriloop.domains.coloring:Coloring",
 }
 
 
