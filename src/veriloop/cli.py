@@ -174,7 +174,7 @@ def run(
 
 @app.command()
 def verify(
-    domain: Annotated[str, typer.Argument(help="Domain whose sound verifier to use (game24).")],
+    domain: Annotated[str, typer.Argument(help="Domain whose sound verifier to use (game24, coloring, blocksworld, ...).")],
     batch: Annotated[
         Optional[Path], typer.Option(help='JSONL file of {"instance": ..., "answer": ...}; writes one verdict per line.')
     ] = None,
@@ -189,13 +189,21 @@ def verify(
 
     One answer: prints the verdict as JSON; exit status 0 if it is correct, 1 if not.
     Batch: prints one JSON verdict per input line, in order; exit status 0 when every line was read.
+    Batch lines hold the instance fields and "answer": {"instance": "1 1 4 6", ...} (game24),
+    {"graph": "<.col text>", ...} (coloring), {"domain": "<pddl>", "problem": "<pddl>", ...} (planning).
     """
     from .domains import get_domain
 
     dom = get_domain(domain)
+    answer = answer if answer is not None else plan_text
+    given = {
+        key: str(value)
+        for key, value in (("instance", instance), ("graph_file", graph), ("domain_file", domain_file), ("problem", problem))
+        if value is not None
+    }
     if batch is not None:
-        if instance is not None or answer is not None:
-            raise VeriloopError("give either --batch or --instance with --answer, not both")
+        if given or answer is not None:
+            raise VeriloopError("give either --batch or one instance with --answer, not both")
         try:
             lines = batch.read_text(encoding="utf-8").splitlines()
         except OSError as exc:

@@ -10,6 +10,8 @@ from .base import Candidate, Domain, Instance, Message, SupportsStudies, Verdict
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
 DOMAINS: dict[str, str] = {
     "game24": "veriloop.domains.game24:Game24",
+    "blocksworld": "veriloop.domains.planning:Blocksworld",
+    "mystery_blocksworld": "veriloop.domains.planning:MysteryBlocksworld",
     "coloring": "veriloop.domains.coloring:Coloring",
 }
 

@@ -9,6 +9,7 @@ code and error kinds say "colour".
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -37,8 +38,10 @@ TOKENS_PER_VERTEX = 8
 TOKEN_MARGIN = 64
 
 _HINT = "expected lines 'e U V' and 'c OPTIMAL CHROMATIC NUMBER === K'"
+_WHERE_FROM = "give a .col file or a folder of them, or omit it to generate graphs"
 _CHROMATIC_RE = re.compile(r"OPTIMAL\s+CHROMATIC\s+NUMBER\s*=+\s*(\S*)", re.IGNORECASE)
 _INT_RE = re.compile(r"\d{1,7}")
+_DIGITS_RE = re.compile(r"[0-9]+")
 
 Edge = tuple[int, int]
 
@@ -61,12 +64,11 @@ def _bad(source: str, line: int, what: str) -> DataFileError:
 
 
 def _vertex_id(source: str, line: int, token: str) -> int:
-    if not _INT_RE.fullmatch(token):
+    if not _DIGITS_RE.fullmatch(token):
         raise _bad(source, line, f"vertex {token[:20]!r} is not a whole number")
-    value = int(token)
-    if value >= MAX_VERTICES:
-        raise _bad(source, line, f"vertex {value} is too large (at most {MAX_VERTICES - 1})")
-    return value
+    if len(token) > 7 or int(token) >= MAX_VERTICES:
+        raise _bad(source, line, f"vertex {token[:20]} is too large (at most {MAX_VERTICES - 1})")
+    return int(token)
 
 
 def _parse(text: str, source: str) -> _Parsed:
@@ -93,7 +95,8 @@ def _parse(text: str, source: str) -> _Parsed:
             if not _INT_RE.fullmatch(value) or int(value) < 1:
                 raise _bad(source, k, f"chromatic number {value[:20]!r} is not a positive whole number")
             if chromatic is not None and int(value) != chromatic:
-                raise _bad(source, k, f"a second, different chromatic number {value} (line {chromatic_line} says {chromatic})")
+                earlier = f"line {chromatic_line} says {chromatic}"
+                raise _bad(source, k, f"a second, different chromatic number {value} ({earlier})")
             chromatic, chromatic_line = int(value), k
         elif tag == "p":
             if header_n is not None:
@@ -246,7 +249,13 @@ def is_k_colourable(n: int, edges: Iterable[Sequence[int]], k: int) -> bool:
 # ----------------------------------------------------------------- generation
 
 
-def generate_graphs(count: int, vertices: int = DEFAULT_VERTICES, p: float = DEFAULT_P, seed: int = 0) -> list[nx.Graph]:
+def generate_graphs(
+    count: int,
+    vertices: int = DEFAULT_VERTICES,
+    p: float = DEFAULT_P,
+    seed: int = 0,
+    max_fruitless_draws: int = MAX_FRUITLESS_DRAWS,
+) -> list[nx.Graph]:
     """The first `count` distinct (pairwise non-isomorphic) planar graphs drawn from
     G(vertices, p), from one seeded random stream, so a shorter list is a prefix of a
     longer one. Graphs need not be connected: a tenth of the shared graphs are not.
@@ -259,7 +268,7 @@ def generate_graphs(count: int, vertices: int = DEFAULT_VERTICES, p: float = DEF
     max_planar_edges = max(3 * vertices - 6, vertices - 1)
     fruitless = draws = 0
     while len(kept) < count:
-        if fruitless >= MAX_FRUITLESS_DRAWS:
+        if fruitless >= max_fruitless_draws:
             raise VeriloopError(
                 f"found only {len(kept)} distinct planar graphs in {draws} draws of G({vertices}, {p}); "
                 "ask for fewer graphs or choose another vertex count"
@@ -374,7 +383,11 @@ def _conflicts(edges: Sequence[Edge], assignment: dict[int, int]) -> list[Edge]:
 # ---------------------------------------------------------------- critique parsing
 
 _CLAUSE_SPLIT = re.compile(r"\.(?!\d)|[;\n!?]")
-_VREF = r"(?:vertex|node|v)?[ \t]*#?" + _NUM + r"(?:[ \t]*(?:\(|:|,)?[ \t]*(?:(?:colou?red|with|is)[ \t]+)*" + _COLOUR_TOKEN + r"\)?)?"
+# A vertex with an optional colour beside it: "3", "vertex 3", "3 (Color 2)", "3: Color 2".
+_VREF = (
+    r"(?:vertex|node|v)?[ \t]*#?" + _NUM
+    + r"(?:[ \t]*(?:\(|:|,)?[ \t]*(?:(?:colou?red|with|is)[ \t]+)*" + _COLOUR_TOKEN + r"\)?)?"
+)
 # Tried in this order; a later pattern never re-reads text an earlier one matched, so
 # "5 is connected to 1 (Color 2) and 14" names 5-1 and not 1-14.
 _PAIR_PATTERNS = [
@@ -401,7 +414,7 @@ _FINE_CUE = re.compile(
     r"(?:is|are)n'?t[ \t]+(?:connected|adjacent|joined)|correctly|no[ \t]+conflict)",
     re.IGNORECASE,
 )
-_BOTH_COLOUR = re.compile(r"\bboth\b[^0-9]*?" + _COLOUR_TOKEN, re.IGNORECASE)
+_BOTH_COLOUR = re.compile(r"\bboth\b[^0-9]{0,80}?" + _COLOUR_TOKEN, re.IGNORECASE)
 _COLOURED_N = re.compile(
     r"(?<![\w.])(?:(?:vertex|node|v)[ \t]*)?#?" + _NUM + r"[ \t]*,?[ \t]*(?:is[ \t]+)?colou?red[ \t]+" + _NUM + r"\b",
     re.IGNORECASE,
@@ -411,20 +424,23 @@ _COLOURED_N = re.compile(
 def _pairs_in(clause: str) -> list[tuple[int, int, int | None, int | None]]:
     """(u, v, colour stated for u, colour stated for v) for each vertex pair named."""
     found: list[tuple[int, int, int | None, int | None]] = []
-    spans: list[tuple[int, int]] = []
-    colour_spans = [m.span() for m in _COLOUR_RE.finditer(clause)]
+    # Characters already read by a match, and those inside colour names; a byte map
+    # keeps the overlap test linear however many pairs a long critique names.
+    taken = bytearray(len(clause))
+    in_colour = bytearray(len(clause))
+    for m in _COLOUR_RE.finditer(clause):
+        in_colour[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     for i, pattern in enumerate(_PAIR_PATTERNS):
         bare = i >= len(_PAIR_PATTERNS) - _BARE_PATTERNS
         for m in pattern.finditer(clause):
-            blocked = spans + colour_spans if bare else spans
-            if any(m.start() < end and start < m.end() for start, end in blocked):
+            if taken.find(1, m.start(), m.end()) >= 0 or (bare and in_colour.find(1, m.start(), m.end()) >= 0):
                 continue
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             groups = list(m.groups())
             if len(groups) == 4:
                 u, cu, v, cv = groups
             else:
                 (u, v), cu, cv = groups, None, None
-            spans.append((m.start(), m.end()))
             found.append((int(u), int(v), None if cu is None else int(cu), None if cv is None else int(cv)))
     return found
 
@@ -437,8 +453,13 @@ def _claims(critique: str) -> tuple[set[frozenset[int]], set[tuple[int, int]]]:
     text = critique.translate(_STRIP_MARKUP)
     stated.update((int(a), int(b)) for a, b in _COLOURED_N.findall(text))
     for clause in _CLAUSE_SPLIT.split(text):
+        pairs = _pairs_in(clause)
+        if not pairs:
+            continue
         both = _BOTH_COLOUR.search(clause)
-        for u, v, cu, cv in _pairs_in(clause):
+        fine = _FINE_CUE.search(clause) is not None
+        same = _SAME_CUE.search(clause) is not None
+        for u, v, cu, cv in pairs:
             if u == v:
                 continue
             if both is not None and cu is None and cv is None:
@@ -446,9 +467,7 @@ def _claims(critique: str) -> tuple[set[frozenset[int]], set[tuple[int, int]]]:
                 stated.update({(u, cu), (v, cv)})
             # A pair shown with two different colours, or in a sentence that calls it
             # fine, is the critic checking an edge, not accusing it.
-            if _FINE_CUE.search(clause):
-                continue
-            if cu is not None and cv is not None and cu != cv and not _SAME_CUE.search(clause):
+            if fine or (cu is not None and cv is not None and cu != cv and not same):
                 continue
             named.add(frozenset((u, v)))
     return named, stated
@@ -464,8 +483,11 @@ class Coloring:
     as its chromatic number allows."""
 
     name: str = "coloring"
-    description: str = "Color the vertices of a planar graph so that no edge joins two vertices of the same color, using at most its chromatic number of colors."
-    answer_tokens: int
+    description: str = (
+        "Color the vertices of a planar graph so that no edge joins two vertices of the same color, "
+        "using at most its chromatic number of colors."
+    )
+    answer_tokens: int = TOKENS_PER_VERTEX * 24 + TOKEN_MARGIN
 
     def __init__(self, vertices: int = DEFAULT_VERTICES, p: float = DEFAULT_P, seed: int = 0) -> None:
         if vertices < 1:
@@ -486,13 +508,17 @@ class Coloring:
         """An instance from {"graph": "<.col text>"} or {"graph_file": path}; the CLI's
         {"instance": ...} is read as a path when it names a file, else as `.col` text."""
         if isinstance(raw, dict):
-            if isinstance(raw.get("graph"), str):
-                return self._from_text(raw["graph"], "<graph>")
-            if isinstance(raw.get("graph_file"), str):
-                return self._from_file(Path(raw["graph_file"]))
+            graph, graph_file = raw.get("graph"), raw.get("graph_file")
+            if isinstance(graph, str):
+                return self._from_text(graph, "<graph>")
+            # A Path is a file whichever key it came under: the CLI hands over Path options.
+            if isinstance(graph, os.PathLike):
+                return self._from_file(Path(graph))
+            if isinstance(graph_file, (str, os.PathLike)):
+                return self._from_file(Path(graph_file))
             if isinstance(raw.get("instance"), str):
                 value = raw["instance"]
-                if "\n" not in value and Path(value).is_file():
+                if "\n" not in value and _is_file(value):
                     return self._from_file(Path(value))
                 return self._from_text(value, "<instance>")
         raise VeriloopError(
@@ -502,14 +528,15 @@ class Coloring:
 
     def _from_text(self, text: str, source: str) -> Instance:
         parsed = _parse(text, source)
-        digest = hashlib.sha1(repr((parsed.n, sorted(tuple(sorted(e)) for e in parsed.edges))).encode()).hexdigest()[:10]
+        shape = repr((parsed.n, sorted(tuple(sorted(e)) for e in parsed.edges)))
+        digest = hashlib.sha1(shape.encode()).hexdigest()[:10]
         return self._checked(parsed, source, f"coloring-{digest}", None)
 
     def _from_file(self, path: Path) -> Instance:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise DataFileError(f"{path}: file not found; give a .col file or a folder of them, or omit it to generate graphs") from None
+            raise DataFileError(f"{path}: file not found; {_WHERE_FROM}") from None
         except (OSError, UnicodeDecodeError) as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
             raise DataFileError(f"{path}: cannot read the file ({reason}); {_HINT}") from None
@@ -542,7 +569,7 @@ class Coloring:
             # Slicing before parsing: solving graphs outside the requested range is wasted work.
             return [self._from_file(f) for f in files[offset:end]]
         if not path.exists():
-            raise DataFileError(f"{path}: no such file or folder; give a .col file or a folder of them, or omit it to generate graphs")
+            raise DataFileError(f"{path}: no such file or folder; {_WHERE_FROM}")
         return [self._from_file(path)][offset:end]
 
     def _generated(self, count: int) -> list[Instance]:
@@ -604,7 +631,8 @@ class Coloring:
             listed = ", ".join(map(str, outside))
             noun = "Vertex" if len(outside) == 1 else "Vertices"
             verb = "does" if len(outside) == 1 else "do"
-            return _malformed(f"{noun} {listed} {verb} not exist: the graph's vertices are numbered 0 to {n - 1}.", listed)
+            message = f"{noun} {listed} {verb} not exist: the graph's vertices are numbered 0 to {n - 1}."
+            return _malformed(message, listed)
         errors: list[VerdictError] = [
             VerdictError(kind="missing_vertex", message=f"Vertex {v} was not given a color.", where=str(v))
             for v in range(n)
@@ -655,7 +683,8 @@ class Coloring:
         rng.shuffle(names)
         rename = {old: names[i] for i, old in enumerate(sorted(set(base.values())))}
         correct = {v: rename[c] for v, c in base.items()}
-        out = [Candidate(kind="correct", text=render_assignment(correct), correct=True, note="optimal coloring from the SAT solver")]
+        text = render_assignment(correct)
+        out = [Candidate(kind="correct", text=text, correct=True, note="optimal coloring from the SAT solver")]
 
         ablated = _ablate(correct, edges, rng)
         if ablated is not None:
@@ -683,7 +712,7 @@ class Coloring:
 
         random_colouring = {v: rng.randint(1, max(k, 1)) for v in range(n)}
         text = render_assignment(random_colouring)
-        out.append(Candidate(kind="random", text=text, correct=self.score(instance, text), note="uniform random colors"))
+        out.append(Candidate(kind="random", text=text, correct=self.score(instance, text), note="uniform random colours"))
         return out
 
     def critique_report(self, instance: Instance, answer_text: str, critique: str) -> dict[str, float]:
@@ -700,6 +729,13 @@ class Coloring:
             "real_conflicts_found": float(len(named & real)),
             "non_conflicts_named": float(len((named & edges) - real)),
         }
+
+
+def _is_file(value: str) -> bool:
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError):  # a name too long for the OS, or with a NUL byte
+        return False
 
 
 def _malformed(message: str, where: str | None = None) -> Verdict:
