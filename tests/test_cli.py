@@ -136,3 +136,28 @@ def test_run_prints_the_table_and_writes_the_run_dir(tmp_path, smollm2_path):
     assert len(summary["strategies"]) == 2
     again = veriloop(*args)
     assert again.returncode == 0 and "0 backend calls" in again.stdout
+
+
+def test_verify_coloring_batch_and_single(tmp_path, shared_data):
+    graph_file = shared_data / "graph_coloring" / "instance-1.col"
+    graph = graph_file.read_text()
+    from veriloop.domains.coloring import chromatic_number, parse_col, render_assignment
+
+    n, edges, k = parse_col(graph)
+    _, colouring = chromatic_number(n, edges)
+    good = render_assignment(dict(enumerate(colouring)))
+    u, v = edges[0]
+    clash = dict(enumerate(colouring))
+    clash[v] = clash[u]
+    rows = [{"graph": graph, "answer": good}, {"graph": graph, "answer": render_assignment(clash)},
+            {"graph": graph, "answer": "no colours here"}]
+    batch = tmp_path / "in.jsonl"
+    batch.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    proc = veriloop("verify", "coloring", "--batch", str(batch))
+    assert proc.returncode == 0, proc.stderr
+    verdicts = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [v["ok"] for v in verdicts] == [True, False, False]
+    assert "edge_conflict" in {e["kind"] for e in verdicts[1]["errors"]}
+    assert verdicts[2]["malformed"] is True
+    single = veriloop("verify", "coloring", "--graph", str(graph_file), "--answer", good)
+    assert single.returncode == 0 and json.loads(single.stdout)["ok"] is True
