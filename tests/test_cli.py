@@ -161,3 +161,11 @@ def test_verify_coloring_batch_and_single(tmp_path, shared_data):
     assert verdicts[2]["malformed"] is True
     single = veriloop("verify", "coloring", "--graph", str(graph_file), "--answer", good)
     assert single.returncode == 0 and json.loads(single.stdout)["ok"] is True
+
+
+def test_malformed_graph_file_is_one_line_naming_file_and_line(tmp_path):
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    (folder / "instance-1.col").write_text("e 0 1\ne 1 2\ne 2\nc OPTIMAL CHROMATIC NUMBER === 2")
+    proc = veriloop("run", "--domain", "coloring", "--data", str(folder), "--model", "smollm2-135m")
+    assert_one_line_error(proc, "instance-1.col", "line 3")
