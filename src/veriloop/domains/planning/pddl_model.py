@@ -243,27 +243,25 @@ def _lark_reason(exc: Exception) -> tuple[int | None, str]:
 
 
 def _parse(kind: str, text: str, source: str) -> Any:
-    from lark.exceptions import LarkError
-    from pddl.exceptions import PDDLError
-
     # The pddl library sets sys.tracebacklimit to 0 while parsing and, when parsing
     # fails, leaves it there: every later traceback in the process would be hidden.
-    had_limit = hasattr(sys, "tracebacklimit")
-    saved = getattr(sys, "tracebacklimit", None)
-    try:
-        with _PARSER_LOCK:
-            return _parser(kind)(text)
-    except (LarkError, PDDLError, ValueError, TypeError, AttributeError, KeyError, IndexError, AssertionError) as exc:
-        line, reason = _lark_reason(exc)
-        where = f"{source}, line {line}" if line else source
-        raise DataFileError(f"{where}: not a readable PDDL {kind} ({reason})") from None
-    except RecursionError:
-        raise DataFileError(f"{source}: not a readable PDDL {kind} (nested too deeply)") from None
-    finally:
-        if had_limit:
-            sys.tracebacklimit = saved  # type: ignore[assignment]
-        elif hasattr(sys, "tracebacklimit"):
-            del sys.tracebacklimit
+    with _PARSER_LOCK:
+        parser = _parser(kind)
+        had_limit = hasattr(sys, "tracebacklimit")
+        saved = getattr(sys, "tracebacklimit", None)
+        try:
+            return parser(text)
+        except RecursionError:
+            raise DataFileError(f"{source}: not a readable PDDL {kind} (nested too deeply)") from None
+        except Exception as exc:  # whatever the third-party parser raises, the cause is the input
+            line, reason = _lark_reason(exc)
+            where = f"{source}, line {line}" if line else source
+            raise DataFileError(f"{where}: not a readable PDDL {kind} ({reason})") from None
+        finally:
+            if had_limit:
+                sys.tracebacklimit = saved  # type: ignore[assignment]
+            elif hasattr(sys, "tracebacklimit"):
+                del sys.tracebacklimit
 
 
 def _line_of(text: str, pattern: str) -> int | None:
@@ -316,7 +314,10 @@ def parse_domain(text: str, source: str) -> DomainModel:
 
     raw = _parse("domain", text, source)
     predicates_unordered = {_name(p): p.arity for p in raw.predicates}
-    predicates = dict(sorted(predicates_unordered.items(), key=lambda kv: _line_pos(text, r"\(\s*" + re.escape(kv[0]) + r"[\s)]")))
+    # The library hands back sets; the file's order is kept for rendering states.
+    predicates = dict(
+        sorted(predicates_unordered.items(), key=lambda kv: _line_pos(text, r"\(\s*" + re.escape(kv[0]) + r"[\s)]"))
+    )
     constants = {_name(c): frozenset(str(t).lower() for t in c.type_tags) for c in raw.constants}
     types = {str(k).lower(): (str(v).lower() if v else None) for k, v in (raw.types or {}).items()}
     actions: dict[str, ActionSchema] = {}
@@ -413,7 +414,8 @@ def parse_problem(text: str, source: str, domain: DomainModel) -> ProblemModel:
             raise DataFileError(f"{where}: the {role} uses {pname}, which the domain does not declare")
         if pred.arity != domain.predicates[pname]:
             raise DataFileError(
-                f"{where}: the {role} gives {pname} {pred.arity} argument(s), but the domain declares {domain.predicates[pname]}"
+                f"{where}: the {role} gives {pname} {pred.arity} argument(s), "
+                f"but the domain declares {domain.predicates[pname]}"
             )
         args = tuple(_name(t) for t in pred.terms)
         for arg in args:
@@ -426,7 +428,8 @@ def parse_problem(text: str, source: str, domain: DomainModel) -> ProblemModel:
     strange = [p for p in raw.init if not isinstance(p, Predicate)]
     if strange:
         raise DataFileError(
-            f"{_at(source, text, ':init')}: the initial state has {_snippet(strange[0])}; only plain facts are supported"
+            f"{_at(source, text, ':init')}: the initial state has {_snippet(strange[0])}; "
+            "only plain facts are supported"
         )
     init = frozenset(atom(p, "initial state", r":init") for p in raw.init)
     goal: list[Literal] = []

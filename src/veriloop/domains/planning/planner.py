@@ -143,7 +143,9 @@ def _fact_order(atom: Atom) -> tuple[int, Atom]:
     return (TOWER_FACTS.index(atom[0]) if atom[0] in TOWER_FACTS else len(TOWER_FACTS), atom)
 
 
-def problem_pddl(name: str, domain_name: str, blocks: int, init: set[Atom], goal: set[Atom], mapping: dict[str, str]) -> str:
+def problem_pddl(
+    name: str, domain_name: str, blocks: int, init: set[Atom], goal: set[Atom], mapping: dict[str, str]
+) -> str:
     def rename(atom: Atom) -> str:
         return atom_pddl((mapping.get(atom[0], atom[0]), *atom[1:]))
 
