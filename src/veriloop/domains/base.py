@@ -100,6 +100,28 @@ class Domain(Protocol):
         ...
 
 
+# The levels a domain renders itself; `none` and `llm` are handled by veriloop.feedback.
+DOMAIN_FEEDBACK_LEVELS = ("binary", "first", "all")
+
+
+def shown_errors(verdict: Verdict, level: str) -> list[VerdictError]:
+    """The errors a backprompt at `level` reports: none for binary (or when the verdict
+    lists none), the first for first, every one for all."""
+    if level not in DOMAIN_FEEDBACK_LEVELS:
+        raise ValueError(f"unknown feedback level {level!r}; use one of {', '.join(DOMAIN_FEEDBACK_LEVELS)}")
+    if level == "binary":
+        return []
+    return verdict.errors[:1] if level == "first" else list(verdict.errors)
+
+
+class SoundlyScored:
+    """For domains whose ground truth is their own sound checker (Game of 24, colouring,
+    planning): a final reply is right exactly when `verify` accepts it."""
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        return text is not None and self.verify(instance, text).ok  # type: ignore[attr-defined]
+
+
 @runtime_checkable
 class SupportsStudies(Protocol):
     """What the verification and critique studies (self-verification paper, Tables 2,

@@ -21,9 +21,8 @@ import networkx as nx
 from pysat.solvers import Solver
 
 from ..errors import DataFileError, VeriloopError
-from .base import Candidate, Instance, Message, Verdict, VerdictError
+from .base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
 
-FEEDBACK_LEVELS = ("binary", "first", "all")
 # The shared data holds graphs of 5 to 17 vertices; the first 100 (the paper's
 # evaluation size) average 14, which is also the size of the paper's worked example.
 DEFAULT_VERTICES = 14
@@ -478,7 +477,7 @@ def _claims(critique: str) -> tuple[set[frozenset[int]], set[tuple[int, int]]]:
 _SYSTEM = "You color graphs. Answer with the coloring only, in exactly the requested format."
 
 
-class Coloring:
+class Coloring(SoundlyScored):
     """Graph colouring as a veriloop domain: colour a planar graph with as few colours
     as its chromatic number allows."""
 
@@ -657,16 +656,11 @@ class Coloring:
             )
         return Verdict(ok=not errors, errors=errors)
 
-    def score(self, instance: Instance, text: str | None) -> bool:
-        return text is not None and self.verify(instance, text).ok
-
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
-        if level not in FEEDBACK_LEVELS:
-            raise ValueError(f"unknown feedback level {level!r}; use one of {', '.join(FEEDBACK_LEVELS)}")
+        shown = shown_errors(verdict, level)
         reask = _format_rules(instance)
-        if level == "binary" or not verdict.errors:
+        if not shown:
             return f"That coloring is not correct. Using the same graph, give a correct coloring. {reask}"
-        shown = verdict.errors[:1] if level == "first" else verdict.errors
         problems = "\n".join(e.message for e in shown)
         return f"{problems}\nThat coloring is wrong; please fix it. {reask}"
 

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, VeriloopError
-from .base import Candidate, Instance, Message, Verdict, VerdictError
+from .base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
 
 TARGET = Fraction(24)
 MIN_NUMBER = 1
 MAX_NUMBER = 13
 MAX_EXPRESSION_CHARS = 200
 MAX_PAREN_DEPTH = 50
-FEEDBACK_LEVELS = ("binary", "first", "all")
 
 # Precedence of a rendered sub-expression, so the solver can print the fewest brackets
 # that keep the value unchanged.
@@ -412,7 +411,7 @@ _RULES = (
 _REASK = "Please try again and reply with one line of the form `Answer: <expression>`."
 
 
-class Game24:
+class Game24(SoundlyScored):
     """Game of 24 as a veriloop domain."""
 
     name: str = "game24"
@@ -532,18 +531,14 @@ class Game24:
             )
         return Verdict(ok=not errors, errors=errors)
 
-    def score(self, instance: Instance, text: str | None) -> bool:
-        return text is not None and self.verify(instance, text).ok
-
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
-        if level not in FEEDBACK_LEVELS:
-            raise ValueError(f"unknown feedback level {level!r}; use one of {', '.join(FEEDBACK_LEVELS)}")
+        shown = shown_errors(verdict, level)
         reask = f"The numbers are {_spaced(_numbers(instance))}. {_REASK}"
-        if level == "binary" or not verdict.errors:
+        if not shown:
             return f"That answer is not correct. {reask}"
         if level == "first":
-            return f"That answer is not correct: {verdict.errors[0].message}\n{reask}"
-        problems = "\n".join(f"- {e.message}" for e in verdict.errors)
+            return f"That answer is not correct: {shown[0].message}\n{reask}"
+        problems = "\n".join(f"- {e.message}" for e in shown)
         return f"That answer is not correct:\n{problems}\n{reask}"
 
     # ------------------------------------------------------------------ studies

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataFileError, VeriloopError
-from ..base import Candidate, Instance, Message, Verdict, VerdictError
+from ..base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
 from .language import Language, Step, Template, check_template, join_words, load_template, normalise, parse_plan
 from .pddl_model import GroundAction, Literal, Task, load_task, parse_pddl_step, read_text
 from .planner import DEFAULT_BLOCKS, TOWER_FACTS, PlannerError, generate_problems, optimal_plan
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
-FEEDBACK_LEVELS = ("binary", "first", "all")
 DEFAULT_COUNT = 100  # generated problems when no n is given, as many as the paper used
 DEFAULT_SEED = 0
 EXAMPLE_SEED = 9_999  # the prompt's worked example comes from a stream no instance uses
@@ -61,7 +60,7 @@ def _language(template: Template | None, task: Task) -> Language:
     return Language(template, task)
 
 
-class PlanningDomain:
+class PlanningDomain(SoundlyScored):
     """A STRIPS domain given by a template (or none: PDDL in and out) and PDDL files."""
 
     name: str = "planning"
@@ -366,15 +365,10 @@ class PlanningDomain:
             )
         return Verdict(ok=not errors, errors=errors)
 
-    def score(self, instance: Instance, text: str | None) -> bool:
-        return text is not None and self.verify(instance, text).ok
-
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
-        if level not in FEEDBACK_LEVELS:
-            raise ValueError(f"unknown feedback level {level!r}; use one of {', '.join(FEEDBACK_LEVELS)}")
-        if level == "binary" or not verdict.errors:
+        shown = shown_errors(verdict, level)
+        if not shown:
             return f"{_INVALID} {_REASK}"
-        shown = verdict.errors[:1] if level == "first" else verdict.errors
         lines = [_INVALID, *(e.message for e in shown)]
         if any(e.kind in ("unknown_action", "unknown_object", "malformed") for e in shown):
             # Said once, not per step: how actions must be worded.
