@@ -169,3 +169,32 @@ def test_malformed_graph_file_is_one_line_naming_file_and_line(tmp_path):
     (folder / "instance-1.col").write_text("e 0 1\ne 1 2\ne 2\nc OPTIMAL CHROMATIC NUMBER === 2")
     proc = veriloop("run", "--domain", "coloring", "--data", str(folder), "--model", "smollm2-135m")
     assert_one_line_error(proc, "instance-1.col", "line 3")
+
+
+def test_verify_planning_single_batch_and_bad_pddl(tmp_path, shared_data):
+    folder = shared_data / "planbench" / "blocksworld"
+    domain_file, problem = folder / "domain.pddl", folder / "instances" / "instance-1.pddl"
+    plan = "1. Unstack the blue block from on top of the orange block\n2. put down the blue block\n" \
+           "3. pick up the orange block\n4. stack the orange block on top of the blue block."
+    ok = veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text", plan)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    pddl_plan = "(unstack b c)\n(pick-up c)"
+    bad = veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text", pddl_plan)
+    assert bad.returncode == 1
+    errors = json.loads(bad.stdout)["errors"]
+    assert errors[0]["kind"] == "inexecutable" and "2" in (errors[0]["where"] or errors[0]["message"])
+
+    batch = tmp_path / "plans.jsonl"
+    rows = [{"domain": domain_file.read_text(), "problem": problem.read_text(), "answer": plan},
+            {"domain": domain_file.read_text(), "problem": problem.read_text(), "answer": pddl_plan}]
+    batch.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    proc = veriloop("verify", "blocksworld", "--batch", str(batch))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["ok"] for line in proc.stdout.splitlines()] == [True, False]
+
+    broken = tmp_path / "broken.pddl"
+    broken.write_text("(define (problem p) (:domain blocksworld-4ops)\n (:objects a b)\n (:init (ontable a)\n")
+    assert_one_line_error(
+        veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(broken), "--plan-text", plan),
+        "broken.pddl",
+    )
