@@ -198,3 +198,18 @@ def test_verify_planning_single_batch_and_bad_pddl(tmp_path, shared_data):
         veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(broken), "--plan-text", plan),
         "broken.pddl",
     )
+
+
+def test_verify_planning_checks_any_strips_domain_in_pddl_syntax(shared_data):
+    folder = shared_data / "planbench" / "mystery_blocksworld"
+    from veriloop.domains import get_domain
+
+    instance = get_domain("mystery_blocksworld").load_instances(str(folder), n=1)[0]
+    reference = instance.reference
+    domain_file, problem = folder / "domain.pddl", instance.data["problem_source"]
+    args = ("verify", "planning", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text")
+    ok = veriloop(*args, reference)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    first_step_dropped = "\n".join(reference.splitlines()[1:])
+    bad = veriloop(*args, first_step_dropped)
+    assert bad.returncode == 1 and not json.loads(bad.stdout)["ok"]

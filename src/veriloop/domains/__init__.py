@@ -13,6 +13,8 @@ DOMAINS: dict[str, str] = {
     "blocksworld": "veriloop.domains.planning:Blocksworld",
     "mystery_blocksworld": "veriloop.domains.planning:MysteryBlocksworld",
     "coloring": "veriloop.domains.coloring:Coloring",
+    # Any STRIPS domain from its PDDL files, plans in PDDL syntax (no template needed).
+    "planning": "veriloop.domains.planning:PlanningDomain",
 }
 
 
