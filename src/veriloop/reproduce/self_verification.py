@@ -244,6 +244,7 @@ def plot_figure2(path: Path, curves: dict[str, dict[str, list[float]]], model: s
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     domains = list(curves)
     fig, axes = plt.subplots(1, max(1, len(domains)), figsize=(4.2 * max(1, len(domains)), 3.6), sharey=True, squeeze=False)
@@ -252,6 +253,7 @@ def plot_figure2(path: Path, curves: dict[str, dict[str, list[float]]], model: s
             ax.plot(range(1, len(ys) + 1), [100 * y for y in ys], marker="o", markersize=3, label=label)
         ax.set_title(domain)
         ax.set_xlabel("backprompts (rounds)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("% solved")
