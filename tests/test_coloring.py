@@ -22,7 +22,6 @@ from veriloop.domains.coloring import (
 )
 from veriloop.errors import DataFileError, VeriloopError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "graph_coloring"
 HINT = "expected lines 'e U V' and 'c OPTIMAL CHROMATIC NUMBER === K'"
 
 # The paper's worked example (instance-1 of the shared data): 14 vertices, 3 colours.
@@ -65,10 +64,8 @@ def example(dom: Coloring) -> Instance:
 
 
 @pytest.fixture(scope="module")
-def shared() -> Path:
-    if not DATA.is_dir():
-        pytest.skip("../shared/data/graph_coloring is not beside the project")
-    return DATA
+def shared(shared_data: Path) -> Path:
+    return shared_data / "graph_coloring"
 
 
 @pytest.fixture(scope="module")
