@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from veriloop.domains import DOMAINS, get_domain
 from veriloop.domains.base import Domain, Instance, SupportsStudies
+from veriloop.domains.planning import TEMPLATES as TEMPLATES_DIR
 from veriloop.domains.planning import Blocksworld, MysteryBlocksworld, PlanningDomain, generate_problems, optimal_plan
 from veriloop.domains.planning.language import clean_line, load_template, normalise
 from veriloop.domains.planning.pddl_model import GroundAction, Task, load_task, parse_domain, read_text
@@ -789,3 +790,42 @@ def test_planner_is_fast_for_three_to_five_blocks() -> None:
         task = load_task(own, problem_pddl(f"speed-{k}", "blocksworld-4ops", n, init, goal, {}), "own", f"speed-{k}")
         assert optimal_plan(task) is not None
     assert time.perf_counter() - start < 10
+
+
+@needs_data
+def test_a_new_strips_domain_is_only_data(tmp_path: Path) -> None:
+    """A folder with domain.pddl, problems and template.toml: the generic `planning`
+    domain reads and words it with no Python and no registry line."""
+    import shutil
+
+    from veriloop.domains import get_domain
+
+    folder = tmp_path / "my_domain"
+    (folder / "instances").mkdir(parents=True)
+    shutil.copyfile(BW_DIR / "domain.pddl", folder / "domain.pddl")
+    shutil.copyfile(BW_DIR / "instances" / "instance-1.pddl", folder / "instances" / "instance-1.pddl")
+    template = (TEMPLATES_DIR / "blocksworld.toml").read_text()
+    (folder / "template.toml").write_text(template.replace('name = "blocksworld"', 'name = "my_domain"'))
+    domain = get_domain("planning")
+    (instance,) = domain.load_instances(str(folder))
+    assert domain.name == "my_domain" and instance.id == "my_domain-instance-1"
+    assert "block" in domain.prompt(instance)[-1]["content"]
+    worded = domain.extract_answer(instance, instance.reference)
+    assert worded and "(" not in worded  # plans are shown in the template's words
+    assert domain.verify(instance, worded).ok
+
+
+def test_a_template_in_the_templates_folder_is_a_domain_of_its_name(tmp_path: Path, monkeypatch) -> None:
+    import veriloop.domains.planning as planning
+    from veriloop.domains import get_domain
+
+    own_pddl = (TEMPLATES_DIR / ".." / "domains" / "blocksworld.pddl").resolve()
+    template = (TEMPLATES_DIR / "blocksworld.toml").read_text()
+    template = template.replace('name = "blocksworld"', 'name = "towers"')
+    template = template.replace('domain_file = "../domains/blocksworld.pddl"', f'domain_file = "{own_pddl}"')
+    (tmp_path / "towers.toml").write_text(template)
+    monkeypatch.setattr(planning, "TEMPLATES", tmp_path)
+    domain = get_domain("towers")
+    assert domain.name == "towers"
+    (instance,) = domain.load_instances(None, n=1)
+    assert domain.verify(instance, instance.reference).ok

@@ -19,6 +19,12 @@ DOMAINS: dict[str, str] = {
 
 
 def get_domain(name: str) -> Domain:
+    if name not in DOMAINS and name.isidentifier():
+        from .planning import TEMPLATES, PlanningDomain
+
+        # A template dropped into planning/templates/ is a domain of that name.
+        if (TEMPLATES / f"{name}.toml").is_file():
+            return PlanningDomain(TEMPLATES / f"{name}.toml")
     if name not in DOMAINS:
         known = ", ".join(sorted(DOMAINS))
         raise VeriloopError(f"unknown domain {name!r}; choose one of: {known}")

@@ -201,6 +201,10 @@ class PlanningDomain(SoundlyScored):
             files = [p for p in folder.glob("*.pddl") if p.name != "domain.pddl"]
         if not files:
             raise DataFileError(f"{folder}: no problem files; {hint}")
+        # A new STRIPS domain is only data: a template.toml beside domain.pddl gives the
+        # generic planning domain its words, with no Python and no registry line.
+        if self.template is None and (folder / "template.toml").is_file():
+            self.__init__(folder / "template.toml")  # type: ignore[misc]
         files.sort(key=_natural_key)
         end = None if n is None else offset + n
         domain = (read_text(domain_path, "PDDL domain"), str(domain_path))
