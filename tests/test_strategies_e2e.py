@@ -179,3 +179,36 @@ def test_a_users_own_model_class_runs_in_the_same_loops(smollm2_path, tmp_path):
     trajectories = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
     assert {t.model for t in trajectories} == {"my-smollm2"}
     assert sum(len(t.calls) for t in trajectories) == model.calls
+
+
+ALL_LEVELS = [
+    "standard",
+    *(f"backprompt:verifier=sound,feedback={level},max_rounds=2" for level in ("none", "binary", "first", "all", "llm")),
+    "backprompt:verifier=llm,feedback=llm,max_rounds=2",
+    "backprompt:verifier=llm-cot,feedback=first,max_rounds=2",
+    "sampling:k=2",
+    "self-consistency:k=2",
+]
+
+
+@pytest.mark.parametrize("domain_name", ["coloring", "blocksworld", "mystery_blocksworld"])
+def test_every_strategy_and_feedback_level_runs_on_every_domain(domain_name, smollm2, tmp_path):
+    domain = get_domain(domain_name)
+    instances = domain.load_instances(None, n=1)
+    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+    strategies = [parse_strategy(s) for s in ALL_LEVELS]
+    result = asyncio.run(run_experiment(model, domain, strategies, instances, tmp_path / "run"))
+    model.cache.close()
+    trajectories = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    assert result.new_trajectories == len(ALL_LEVELS) == len(trajectories)
+    for t in trajectories:
+        assert t.rounds and t.final_text is not None, t.strategy
+        assert t.correct == domain.score(instances[0], t.final_text)
+        gens = [c for c in t.calls if c.role == "generate"]
+        if t.strategy.startswith("backprompt") and len(t.rounds) == 2:
+            # The second prompt carries the domain's feedback for this level.
+            feedback = gens[1].messages[-1]["content"]
+            if "feedback=none" in t.strategy:
+                assert feedback == domain.prompt(instances[0])[-1]["content"]
+            else:
+                assert feedback and feedback != domain.prompt(instances[0])[-1]["content"]
