@@ -32,6 +32,16 @@ def test_verifier_rates_follow_the_papers_definitions():
     assert only_wrong.false_negative_rate is None and only_wrong.fnr_ci95 is None
 
 
+def test_verification_table_gives_intervals_overall_and_per_kind():
+    from veriloop.studies.verification import verification_table
+
+    items = [item(True, True), item(True, False), item(False, True, "random"), item(False, False, "random")]
+    table = verification_table(items, ["d"])
+    assert "| d | llm | 50.0% (15%-85%) | 50.0% (9%-91%) (1/2) | 50.0% (9%-91%) (1/2) | 4 | 0 |" in table
+    assert "| d | llm | correct | 1/2 (9%-91%) | 1/2 | 2/2 |" in table
+    assert "| d | llm | random | 1/2 (9%-91%) | 1/2 | 0/2 |" in table
+
+
 def test_chain_of_thought_judge_takes_the_last_verdict_and_asks_for_domain_fields():
     reply = 'Let me think: {"correct": true} looks tempting, but 3*8 uses 3 twice.\nFinal: {"correct": false, "errors": ["3 twice"]}'
     assert parse_judgement(reply, last=True).ok is False

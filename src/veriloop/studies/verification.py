@@ -195,8 +195,9 @@ def verification_table(items: list[JudgedItem], domains: list[str]) -> str:
                 f"{_pct(s.false_positive_rate, s.fpr_ci95)} ({s.false_positives}/{s.negatives}) | "
                 f"{_pct(s.false_negative_rate, s.fnr_ci95)} ({s.false_negatives}/{s.positives}) | {s.n} | {s.unreadable} |"
             )
-    lines += ["", "Accuracy of the judge by candidate kind:", "",
-              "| domain | judge | kind | judged correctly | judged 'correct' | truly correct |", "|---|---|---|---|---|---|"]
+    lines += ["", "Accuracy of the judge by candidate kind (for kinds whose candidates are all right or all wrong, "
+              "this is 1 - FNR or 1 - FPR; the model's own answers and, rarely, random ones can be either):", "",
+              "| domain | judge | kind | judged correctly (95% CI) | judged 'correct' | truly correct |", "|---|---|---|---|---|---|"]
     for domain in domains:
         for judge in JUDGES:
             by_kind: dict[str, list[JudgedItem]] = defaultdict(list)
@@ -207,7 +208,10 @@ def verification_table(items: list[JudgedItem], domains: list[str]) -> str:
                 right = sum(i.judged_ok == i.truth for i in sel)
                 said_ok = sum(bool(i.judged_ok) for i in sel)
                 truly = sum(i.truth for i in sel)
-                lines.append(f"| {domain} | {judge} | {kind} | {right}/{len(sel)} | {said_ok}/{len(sel)} | {truly}/{len(sel)} |")
+                lo, hi = wilson_interval(right, len(sel))
+                lines.append(
+                    f"| {domain} | {judge} | {kind} | {right}/{len(sel)} ({lo:.0%}-{hi:.0%}) | {said_ok}/{len(sel)} | {truly}/{len(sel)} |"
+                )
     return "\n".join(lines) + "\n"
 
 
