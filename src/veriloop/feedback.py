@@ -9,7 +9,7 @@ llm     a critique the model writes itself (one `critique` call)
 
 from __future__ import annotations
 
-from .domains.base import Verdict, VerdictError
+from .domains.base import Domain, Instance, Message, Verdict, VerdictError
 from .episode import Episode
 from .errors import VeriloopError
 
@@ -28,6 +28,17 @@ def check_level(level: str) -> str:
     return level
 
 
+def critique_messages(domain: Domain, instance: Instance, text: str) -> list[Message]:
+    """Ask the model what is wrong with an answer it was told is incorrect (the `llm`
+    feedback level, and the critique study)."""
+    answer = domain.extract_answer(instance, text)
+    shown = answer if answer is not None else text
+    return [
+        {"role": "system", "content": CRITIC_SYSTEM},
+        {"role": "user", "content": f"{domain.judge_task(instance)}\n\nProposed answer:\n{shown}\n\n{CRITIC_INSTRUCTIONS}"},
+    ]
+
+
 async def render_feedback(level: str, episode: Episode, text: str, verdict: Verdict, round: int) -> str:
     domain, instance = episode.domain, episode.instance
     if level == "none":
@@ -35,15 +46,7 @@ async def render_feedback(level: str, episode: Episode, text: str, verdict: Verd
     if level in ("binary", "first", "all"):
         return domain.feedback(instance, verdict, level)
     if level == "llm":
-        answer = domain.extract_answer(instance, text)
-        messages = [
-            {"role": "system", "content": CRITIC_SYSTEM},
-            {
-                "role": "user",
-                "content": f"{domain.judge_task(instance)}\n\nProposed answer:\n{answer if answer is not None else text}"
-                f"\n\n{CRITIC_INSTRUCTIONS}",
-            },
-        ]
+        messages = critique_messages(domain, instance, text)
         critique = await episode.call_one("critique", messages, episode.params(temperature=0.0, max_tokens=200), round)
         critique_verdict = Verdict(ok=False, errors=[VerdictError(kind="critique", message=critique.strip())])
         return domain.feedback(instance, critique_verdict, "all")

@@ -12,7 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..domains.base import Domain, Instance
@@ -37,7 +37,6 @@ class RunResult:
     reused_trajectories: int
     backend_calls: int
     wall_seconds: float
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def load_trajectories(path: Path) -> list[Trajectory]:

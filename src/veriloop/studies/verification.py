@@ -25,7 +25,7 @@ from ..errors import VeriloopError
 from ..experiment.jsonl import append_record, load_records
 from ..experiment.metrics import wilson_interval
 from ..experiment.records import Trajectory
-from ..feedback import CRITIC_INSTRUCTIONS, CRITIC_SYSTEM
+from ..feedback import critique_messages
 from ..models.base import Model
 from ..verifiers.llm_judge import LLMJudge
 
@@ -78,12 +78,7 @@ async def judge_candidate(
         candidate=candidate.text, truth=candidate.correct, judge=judge, reply="",
     )
     if judge == "critique":
-        answer = domain.extract_answer(instance, candidate.text)
-        messages = [
-            {"role": "system", "content": CRITIC_SYSTEM},
-            {"role": "user", "content": f"{domain.judge_task(instance)}\n\nProposed answer:\n"
-             f"{answer if answer is not None else candidate.text}\n\n{CRITIC_INSTRUCTIONS}"},
-        ]
+        messages = critique_messages(domain, instance, candidate.text)
         item.reply = await episode.call_one("critique", messages, episode.params(temperature=0.0, max_tokens=300), 1)
     else:
         verdict = await LLMJudge(cot=judge == "llm-cot").verify(episode, candidate.text, 1)
