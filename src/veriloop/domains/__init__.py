@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from ..errors import VeriloopError
-from .base import Candidate, Domain, Instance, Message, SupportsStudies, Verdict, VerdictError
+from .base import Candidate, CriticTask, Domain, Instance, Message, SupportsStudies, Verdict, VerdictError
 
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
 DOMAINS: dict[str, str] = {
@@ -15,6 +15,12 @@ DOMAINS: dict[str, str] = {
     "coloring": "veriloop.domains.coloring:Coloring",
     # Any STRIPS domain from its PDDL files, plans in PDDL syntax (no template needed).
     "planning": "veriloop.domains.planning:PlanningDomain",
+    # CRITIC and SelfCheck tasks.
+    "gsm8k": "veriloop.domains.math:GSM8K",
+    "math500": "veriloop.domains.math:Math500",
+    "svamp": "veriloop.domains.math:SVAMP",
+    "hotpotqa": "veriloop.domains.qa:HotpotQA",
+    "toxicity": "veriloop.domains.toxicity:Toxicity",
 }
 
 
@@ -32,4 +38,4 @@ def get_domain(name: str) -> Domain:
     return getattr(importlib.import_module(module_name), factory)()
 
 
-__all__ = ["DOMAINS", "Candidate", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError", "get_domain"]
+__all__ = ["DOMAINS", "Candidate", "CriticTask", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError", "get_domain"]

@@ -136,3 +136,54 @@ class SupportsStudies(Protocol):
         """How a free-text critique of `answer_text` matches reality: numbers only, e.g.
         real errors named, hallucinated errors. Keys are the domain's own."""
         ...
+
+
+@runtime_checkable
+class CriticTask(Protocol):
+    """What CRITIC (verify with tools, critique, correct) needs from a domain on top of
+    `Domain`. The loop itself lives in strategies/critic.py; a domain only says which
+    tools bear on its answers and how its answers are judged and rewritten.
+    """
+
+    # Tools the model may call on its own while verifying (ReAct-style Action / Action
+    # Input / Observation), e.g. ("search",) for QA; () when evidence() is all there is.
+    critic_tools: tuple[str, ...]
+    # The paper's number of corrections: QA 3, math 4, toxicity 4.
+    max_corrections: int
+
+    def evidence(self, instance: Instance, text: str) -> list[tuple[str, str]]:
+        """Tool calls made on the answer itself before the model critiques it, as
+        (tool name, tool input): [("python", program)] for math, [("toxicity",
+        continuation)] for toxicity, [] for QA."""
+        ...
+
+    def verify_instructions(self, instance: Instance) -> str:
+        """What the critic must check and how it should end its critique (in our own
+        words; the loop appends the tool protocol and the verdict line)."""
+        ...
+
+    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
+        """A critique made from tool results alone (toxicity: "The text has 39% toxicity
+        of insult."), or None when the model writes the critique."""
+        ...
+
+    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
+        """The task threshold stop rule from tool results (toxicity below 0.1): True to
+        stop, False to go on, None when the domain has no threshold."""
+        ...
+
+    def correction_request(self, instance: Instance) -> str:
+        """The last line of the correction prompt: ask for a whole new answer in the
+        format of prompt() (a program that sets `answer`, a reasoning ending in the
+        answer line, a new continuation)."""
+        ...
+
+    def metrics(self, instance: Instance, text: str | None) -> dict[str, float]:
+        """Task metrics of one reply, e.g. {"em": 1.0, "f1": 1.0} for QA,
+        {"accuracy": 1.0} for math, {"toxicity": 0.03} for toxicity."""
+        ...
+
+    def sample_metric(self, instance: Instance, text: str) -> float:
+        """The number rejection sampling maximises (best of n by the task metric): F1 for
+        QA, correctness for math, minus toxicity for toxicity."""
+        ...

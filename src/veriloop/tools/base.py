@@ -1,0 +1,131 @@
+"""The tool seam: a tool is a text-to-text function with a name and a description the
+model sees. `run` returns an `Observation`, never raises for the tool's own failures
+(a crash, a timeout, a refused input): those become an observation with ok=False, so a
+loop that calls tools never ends because of one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class Observation(BaseModel):
+    """What one tool call gave back. `text` is what the model reads; `data` holds the
+    structured result (e.g. {"answer": "42"} from python, {"toxicity": 0.8,
+    "attribute": "insult"} from the toxicity scorer) for metrics and stop rules."""
+
+    tool: str
+    input: str
+    text: str
+    ok: bool = True
+    data: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str  # one or two sentences: what it does and what its input must be
+    # Whether equal inputs always give equal observations (then results are cached,
+    # which makes runs reproducible and re-runs free).
+    deterministic: bool
+
+    def run(self, tool_input: str) -> Observation:
+        """Blocking; called from a worker thread. Must not raise for bad input."""
+        ...
+
+    def identity(self) -> str:
+        """What, besides the input, decides the result (corpus hash, limits, backend):
+        part of the cache key."""
+        ...
+
+
+def failed(tool: str, tool_input: str, message: str, **data: Any) -> Observation:
+    return Observation(tool=tool, input=tool_input, text=message, ok=False, data=data)
+
+
+class ToolCache:
+    """SQLite cache of deterministic tool results, keyed on tool identity and input."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS tool_results (key TEXT PRIMARY KEY, observation TEXT NOT NULL)")
+        self._db.commit()
+
+    @staticmethod
+    def key(tool: Tool, tool_input: str) -> str:
+        payload = json.dumps([tool.name, tool.identity(), tool_input], ensure_ascii=False)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def get(self, key: str) -> Observation | None:
+        with self._lock:
+            row = self._db.execute("SELECT observation FROM tool_results WHERE key = ?", (key,)).fetchone()
+        return None if row is None else Observation.model_validate_json(row[0])
+
+    def put(self, key: str, observation: Observation) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO tool_results VALUES (?, ?)", (key, observation.model_dump_json())
+            )
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class Toolbox:
+    """The tools one loop may use, by name. `call` is the single door: unknown names,
+    exceptions and hangs become failed observations; successful deterministic results
+    are cached (failures are not, so a transient failure is retried next run)."""
+
+    def __init__(self, tools: list[Tool], cache: ToolCache | None = None, timeout: float = 120.0) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.cache = cache
+        self.timeout = timeout
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tools
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def describe(self) -> str:
+        return "\n".join(f"- {t.name}: {t.description}" for t in self.tools.values())
+
+    async def call(self, name: str, tool_input: str) -> Observation:
+        name = name.strip()
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            return failed(name, tool_input, f"There is no tool called {name!r}. Available tools: {known}.")
+        key = ToolCache.key(tool, tool_input) if self.cache is not None and tool.deterministic else None
+        if key is not None:
+            hit = self.cache.get(key)  # type: ignore[union-attr]
+            if hit is not None:
+                return hit.model_copy(update={"cached": True})
+        started = time.perf_counter()
+        try:
+            observation = await asyncio.wait_for(asyncio.to_thread(tool.run, tool_input), self.timeout)
+        except asyncio.TimeoutError:
+            return failed(name, tool_input, f"The {name} tool did not answer within {self.timeout:g} s.")
+        except Exception as exc:  # a tool bug must not end the run; the loop sees what happened
+            return failed(name, tool_input, f"The {name} tool failed: {type(exc).__name__}: {exc}")
+        observation.seconds = round(time.perf_counter() - started, 4)
+        if key is not None and observation.ok:
+            self.cache.put(key, observation)  # type: ignore[union-attr]
+        return observation
