@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 import time
@@ -35,6 +36,8 @@ study_app = typer.Typer(help="Measure one role of the LLM on its own (verifier, 
 app.add_typer(study_app, name="study")
 reproduce_app = typer.Typer(help="Reproduce a paper's tables and figures on any model.", no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
+tools_app = typer.Typer(help="The tools CRITIC's verifier can call (python sandbox, calculator, search, toxicity).", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
 
 # Piped output (CI logs, `| tee`) would otherwise be cut to 80 columns and fold the table.
 out = Console() if sys.stdout.isatty() else Console(width=160)
@@ -96,10 +99,41 @@ def _slug(text: str) -> str:
 
 STRATEGY_HELP = (
     "Strategy spec, repeatable (or ';'-separated): NAME or NAME:key=value,... "
-    "NAMES (options): standard (temperature); backprompt (verifier=sound|llm, feedback=none|binary|first|all|llm, "
-    "max_rounds, temperature); sampling (k, temperature, verifier); self-consistency (k, temperature). "
+    "NAMES (options): standard (temperature); backprompt (verifier=sound|llm|llm-cot|critic|critic-notool, "
+    "feedback=none|binary|first|all|llm, max_rounds, temperature); sampling (k, temperature, verifier); "
+    "self-consistency (k, temperature); critic (tools, oracle, init=standard|react, max_corrections, "
+    "max_interactions, stop_on_verdict, stop_on_unchanged, stop_on_threshold, temperature, correction_temperature); "
+    "react (max_interactions); rejection-sampling (n, temperature, top_p). "
     "Example: -s 'backprompt:verifier=sound,feedback=all'. Default: the four of the main job."
 )
+
+
+SEARCH_CORPUS_HELP = "Documents for the search tool: a JSONL file of {title, text} or a folder of .txt files (hotpotqa: default the data file's paragraphs)."
+SEARCH_URL_HELP = "A search engine API for the search tool instead, e.g. a SearxNG instance (or VERILOOP_SEARCH_URL). Off unless given."
+TOXICITY_HELP = "Toxicity scorer: offline (a classifier shipped in a PyPI package) or perspective (needs PERSPECTIVE_API_KEY)."
+UNISOLATED_HELP = "Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
+
+
+def _tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=None):
+    from .tools.config import ALL_TOOLS, ToolSettings
+
+    if toxicity_backend not in ("offline", "perspective"):
+        raise VeriloopError(f"unknown toxicity backend {toxicity_backend!r}; choose offline or perspective")
+    return ToolSettings(
+        names=tuple(names or ALL_TOOLS), search_corpus=search_corpus, search_url=search_url,
+        toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated,
+    )
+
+
+def _toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated):
+    """Tools only for the domains CRITIC works on: the others never call one."""
+    from .domains.base import CriticTask
+    from .tools.config import build_toolbox
+
+    if not isinstance(dom, CriticTask):
+        return None
+    settings = _tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated)
+    return build_toolbox(settings, dom, str(data) if data else None)
 
 
 @app.command()
@@ -123,6 +157,10 @@ def run(
     api_key: Annotated[Optional[str], typer.Option(help="API key (or VERILOOP_API_KEY / OPENAI_API_KEY); never recorded.")] = None,
     cache: Annotated[Optional[Path], typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    search_corpus: Annotated[Optional[Path], typer.Option(help=SEARCH_CORPUS_HELP)] = None,
+    search_url: Annotated[Optional[str], typer.Option(help=SEARCH_URL_HELP)] = None,
+    toxicity_backend: Annotated[str, typer.Option(help=TOXICITY_HELP)] = "offline",
+    allow_unisolated: Annotated[bool, typer.Option(help=UNISOLATED_HELP)] = False,
 ) -> None:
     """Run strategies on a domain and print accuracy, rounds, calls, tokens and time.
 
@@ -144,6 +182,7 @@ def run(
     lm = load_model(model, base_url=base_url, api_key=api_key, cache_path=cache, use_cache=not no_cache)
     run_dir = out_dir or Path("runs") / f"{domain}-{_slug(model)}-seed{seed}"
     config = {"model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset}
+    toolbox = _toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
 
     async def go():
         with ProgressReporter(f"{domain} x {len(strategies)} strategies") as progress:
@@ -152,7 +191,7 @@ def run(
             try:
                 return await run_experiment(
                     lm, dom, strategies, instances, run_dir, seed=seed, concurrency=concurrency,
-                    config=config, on_progress=on_progress, backend_calls=calls,
+                    config=config, on_progress=on_progress, backend_calls=calls, tools=toolbox,
                 )
             finally:
                 await lm.aclose()
@@ -400,3 +439,45 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@tools_app.command("list")
+def tools_list() -> None:
+    """Name and description of every tool (what the model is shown)."""
+    from .tools import TOOLS
+    from .tools.config import ToolSettings, build_tools
+
+    for tool in build_tools(ToolSettings(names=tuple(n for n in TOOLS if n != "search"))):
+        out.print(f"{tool.name}: {tool.description}", highlight=False)
+    out.print("search: needs --search-corpus FILE|FOLDER or --search-url URL (see `veriloop tools run --help`)", highlight=False)
+
+
+@tools_app.command("run")
+def tools_run(
+    name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search or toxicity.")],
+    search_corpus: Annotated[Optional[Path], typer.Option(help=SEARCH_CORPUS_HELP)] = None,
+    search_url: Annotated[Optional[str], typer.Option(help=SEARCH_URL_HELP)] = None,
+    toxicity_backend: Annotated[str, typer.Option(help=TOXICITY_HELP)] = "offline",
+    allow_unisolated: Annotated[bool, typer.Option(help=UNISOLATED_HELP)] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole observation as JSON (text, ok, data, seconds).")] = False,
+) -> None:
+    """Read the tool's input on stdin and print its observation, as the model would see it.
+
+    Exit status 0 when the tool worked, 1 when it reported a failure (error, time-out, refusal).
+    Examples: echo "sqrt(2)*3" | veriloop tools run calculator;
+    printf 'answer = 6*7' | veriloop tools run python;
+    echo "capital of France" | veriloop tools run search --search-corpus docs.jsonl
+    """
+    from .tools import TOOLS
+    from .tools.config import build_toolbox
+
+    if name not in TOOLS:
+        raise VeriloopError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
+    if name == "search" and search_corpus is None and not (search_url or os.environ.get("VERILOOP_SEARCH_URL")):
+        raise VeriloopError("the search tool needs --search-corpus FILE|FOLDER or --search-url URL")
+    settings = _tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=[name])
+    settings.use_cache = False
+    text = sys.stdin.read()
+    obs = asyncio.run(build_toolbox(settings).call(name, text))
+    print(obs.model_dump_json(indent=2) if as_json else obs.text)
+    raise typer.Exit(0 if obs.ok else 1)

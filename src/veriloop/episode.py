@@ -4,10 +4,15 @@ every call into the trajectory."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .domains.base import Domain, Instance, Message, Verdict
-from .experiment.records import CallRecord, Role, RoundRecord, Trajectory
+from .errors import VeriloopError
+from .experiment.records import CallRecord, Role, RoundRecord, ToolRecord, Trajectory
 from .models.base import Completion, GenParams, Model
+
+if TYPE_CHECKING:
+    from .tools.base import Observation, Toolbox
 
 
 @dataclass
@@ -17,6 +22,7 @@ class Episode:
     instance: Instance
     seed: int
     trajectory: Trajectory
+    tools: "Toolbox | None" = None
 
     def params(self, **overrides: object) -> GenParams:
         base = GenParams(seed=self.seed, max_tokens=self.domain.answer_tokens)
@@ -43,6 +49,23 @@ class Episode:
 
     async def call_one(self, role: Role, messages: list[Message], params: GenParams, round: int) -> str:
         return (await self.call(role, messages, params.with_(n=1), round))[0].text
+
+    async def use_tool(
+        self, name: str, tool_input: str, round: int, allowed: tuple[str, ...] | None = None
+    ) -> "Observation":
+        """Call a tool through the episode's toolbox and record the call. A name outside
+        `allowed` is answered like an unknown one, naming the tools that are allowed."""
+        if self.tools is None:
+            raise VeriloopError(f"this run has no tools configured, but the strategy asked for {name!r}")
+        box = self.tools if allowed is None else self.tools.subset(allowed)
+        obs = await box.call(name, tool_input)
+        self.trajectory.tool_calls.append(
+            ToolRecord(
+                round=round, tool=obs.tool, input=tool_input, text=obs.text, ok=obs.ok, data=obs.data,
+                seconds=obs.seconds, cached=obs.cached,
+            )
+        )
+        return obs
 
     def add_round(self, round: int, text: str, verdict: Verdict | None = None) -> RoundRecord:
         record = RoundRecord(

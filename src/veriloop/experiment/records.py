@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ..domains.base import Message, Verdict
 
-Role = Literal["generate", "verify", "critique"]
+# generate: an answer from the base prompt; correct: a rewrite conditioned on a critique;
+# verify: a judgement (with or without tools); critique: free-text feedback.
+Role = Literal["generate", "correct", "verify", "critique"]
 
 
 class CallRecord(BaseModel):
@@ -22,6 +24,19 @@ class CallRecord(BaseModel):
     completion_tokens: int
     seconds: float
     cached: bool
+
+
+class ToolRecord(BaseModel):
+    """One tool call made inside a loop, with what the tool gave back."""
+
+    round: int
+    tool: str
+    input: str
+    text: str
+    ok: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
 
 
 class RoundRecord(BaseModel):
@@ -42,6 +57,7 @@ class Trajectory(BaseModel):
     seed: int
     calls: list[CallRecord] = Field(default_factory=list)
     rounds: list[RoundRecord] = Field(default_factory=list)
+    tool_calls: list[ToolRecord] = Field(default_factory=list)
     final_text: str | None = None
     final_answer: str | None = None
     stop_reason: str = "unfinished"

@@ -20,6 +20,7 @@ from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
 from ..models.base import Model
 from ..strategies.base import Strategy
+from ..tools.base import Toolbox
 from .jsonl import append_record, load_records
 from .metrics import StrategySummary, summarise
 from .records import Trajectory
@@ -66,6 +67,7 @@ async def run_experiment(
     config: dict[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     backend_calls: Callable[[], int] = lambda: 0,
+    tools: Toolbox | None = None,
 ) -> RunResult:
     started = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +90,7 @@ async def run_experiment(
         nonlocal finished
         async with semaphore:
             t = Trajectory(strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed)
-            episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t)
+            episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
             t0 = time.perf_counter()
             try:
                 await strategy.run(episode)

@@ -11,12 +11,13 @@ from pydantic import ValidationError
 from ..errors import VeriloopError
 from .backprompt import Backprompt
 from .base import Strategy
+from .critic import Critic, React, RejectionSampling
 from .sampling import Sampling
 from .self_consistency import SelfConsistency
 from .standard import Standard
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency)
+    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling)
 }
 
 

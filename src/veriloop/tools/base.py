@@ -104,6 +104,10 @@ class Toolbox:
     def names(self) -> list[str]:
         return list(self.tools)
 
+    def subset(self, names: tuple[str, ...] | list[str]) -> "Toolbox":
+        """The same tools and cache, restricted to `names` (those this box has)."""
+        return Toolbox([self.tools[n] for n in names if n in self.tools], self.cache, self.timeout)
+
     def describe(self) -> str:
         return "\n".join(f"- {t.name}: {t.description}" for t in self.tools.values())
 

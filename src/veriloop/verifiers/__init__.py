@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..errors import VeriloopError
 from .base import Verifier
+from .critic import CriticVerifier
 from .llm_judge import LLMJudge
 from .sound import SoundVerifier
 
@@ -13,6 +14,8 @@ VERIFIERS: dict[str, Callable[[], Verifier]] = {
     "sound": SoundVerifier,
     "llm": LLMJudge,
     "llm-cot": lambda: LLMJudge(cot=True),
+    "critic": CriticVerifier,
+    "critic-notool": lambda: CriticVerifier(use_tools=False),
 }
 
 

@@ -1,0 +1,60 @@
+"""Which tools a run gets, built from the command line's options and the domain.
+
+A domain that brings its own search corpus (HotpotQA: every context paragraph of the
+data file) exposes `search_corpus(source)`; a user corpus or a search engine URL given on
+the command line takes precedence. Results of deterministic tools are cached next to
+the call cache, so a re-run replays the same observations.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..paths import home
+from . import get_tool
+from .base import Tool, ToolCache, Toolbox
+
+ALL_TOOLS = ("python", "calculator", "search", "toxicity")
+
+
+@dataclass
+class ToolSettings:
+    names: tuple[str, ...] = ALL_TOOLS
+    search_corpus: Path | None = None
+    search_url: str | None = None
+    toxicity_backend: str = "offline"
+    allow_unisolated: bool = False
+    cache_path: Path | None = None
+    use_cache: bool = True
+
+
+def tool_cache_path() -> Path:
+    return home() / "tools.sqlite"
+
+
+def build_tools(settings: ToolSettings, domain: Any = None, data_source: str | None = None) -> list[Tool]:
+    corpus = settings.search_corpus
+    if corpus is None and data_source and hasattr(domain, "search_corpus"):
+        corpus = Path(domain.search_corpus(data_source))
+    url = settings.search_url or os.environ.get("VERILOOP_SEARCH_URL")
+    tools: list[Tool] = []
+    for name in settings.names:
+        if name == "search":
+            if corpus is None and not url:
+                continue  # nothing to search; the model is told which tools exist
+            tools.append(get_tool("search", corpus=corpus, url=None if corpus else url))
+        elif name == "python":
+            tools.append(get_tool("python", allow_unisolated=settings.allow_unisolated))
+        elif name == "toxicity":
+            tools.append(get_tool("toxicity", backend=settings.toxicity_backend))
+        else:
+            tools.append(get_tool(name))
+    return tools
+
+
+def build_toolbox(settings: ToolSettings, domain: Any = None, data_source: str | None = None) -> Toolbox:
+    cache = ToolCache(settings.cache_path or tool_cache_path()) if settings.use_cache else None
+    return Toolbox(build_tools(settings, domain, data_source), cache=cache)
