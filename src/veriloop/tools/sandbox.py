@@ -1,0 +1,651 @@
+"""Run model-written Python in a separate, locked-down process.
+
+The program never runs in this interpreter. A small launcher (a fresh `python -I -S`)
+creates new network, mount, PID, IPC and UTS namespaces, makes every mount read-only,
+puts empty size-capped tmpfs over the world-writable places (/tmp, /var/tmp, /dev/shm,
+/run/lock) and a fresh /proc, then forks twice: the first child is PID 1 of the new PID
+namespace and only waits; the second drops to uid/gid 65534 when we are root (the
+kernel does not apply RLIMIT_NPROC to root), sets CPU, memory, process, file-size and
+open-file limits and runs the program. When PID 1 exits the kernel kills everything
+left in its namespace, so forked children cannot outlive a call. Without root the
+launcher enters a user namespace first, where the same steps work if the kernel allows
+unprivileged user namespaces.
+
+If the namespaces cannot be created the tool refuses to run anything unless the caller
+opted out with `allow_unisolated=True`; then the program still gets the limits, a
+minimal environment, a temporary working directory and a process-group kill, but it can
+reach the network and write wherever its user may.
+
+The parent reads stdout, stderr and a result pipe with caps and a wall-clock deadline,
+discarding whatever exceeds the caps so a program that prints without end cannot grow
+this process's memory.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .base import Observation, failed
+
+# unshare(2) flags; Python 3.11 has no os.unshare, so the launcher calls libc.
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+# Module-level so a test can make namespace creation fail on purpose.
+UNSHARE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
+
+UNPRIVILEGED_ID = 65534  # nobody / nogroup on Debian and most distributions
+ANSWER_CHARS = 2000
+STDERR_BYTES = 8 * 1024
+RESULT_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    wall_seconds: float = 10.0
+    cpu_seconds: int = 10
+    memory_bytes: int = 1 << 30  # address space, so a 4 GiB allocation fails inside
+    output_bytes: int = 64 * 1024  # stdout kept; the rest is read and dropped
+    processes: int = 64  # per uid; only enforced for the unprivileged uid
+    disk_bytes: int = 64 * 1024 * 1024  # each private tmpfs, and the largest file
+    open_files: int = 256
+
+    def key(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in asdict(self).items())
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one run gave. `error` is the last traceback line ("ZeroDivisionError:
+    division by zero") or a sentence about a limit; `answer` is the program's variable
+    `answer` as text, None when it failed or never set it."""
+
+    answer: str | None
+    stdout: str
+    error: str | None = None
+    timed_out: bool = False
+    stdout_truncated: bool = False
+    isolated: bool = False
+    refused: bool = False
+    stderr: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.answer is not None
+
+
+# --------------------------------------------------------------------------- launcher
+
+# Runs as `python -I -S -c LAUNCHER CONFIG_JSON`; the program arrives on stdin. Kept
+# free of imports beyond the standard library's core so the start stays fast.
+_LAUNCHER = r'''
+import ctypes, json, os, resource, signal, sys
+cfg = json.loads(sys.argv[1])
+code = sys.stdin.buffer.read().decode("utf-8", "replace")
+null = os.open("/dev/null", os.O_RDONLY)
+os.dup2(null, 0)
+os.close(null)
+result_fd = cfg["result_fd"]
+
+def emit(record):
+    try:
+        os.write(result_fd, (json.dumps(record) + "\n").encode())
+    except OSError:
+        pass
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, what + ": " + os.strerror(err))
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+                "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+
+def mount(source, target, fstype, flags, data):
+    check(libc.mount(source, target, fstype, flags, data), "mount " + target.decode())
+
+def expose():
+    # The interpreter may live under a directory the unprivileged uid cannot enter
+    # (pyenv in /root). Cover that directory with an empty tmpfs and bind only the
+    # interpreter's own directories back in, read-only: the program can import the
+    # standard library and site-packages but sees nothing else that was there.
+    for hidden, needed in cfg["expose"].items():
+        handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in needed]
+        mount(b"tmpfs", hidden.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+        for path, fd in handles:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            source = ("/proc/self/fd/%d" % fd).encode()
+            mount(source, path.encode(), None, MS_BIND | MS_REC, None)
+            mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+            os.close(fd)
+        mount(None, hidden.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+
+def isolate():
+    root = os.geteuid() == 0
+    uid, gid = os.getuid(), os.getgid()
+    flags = cfg["unshare_flags"] | (0 if root else 0x10000000)
+    check(libc.unshare(flags), "unshare")
+    if not root:
+        with open("/proc/self/setgroups", "w") as fh:
+            fh.write("deny")
+        with open("/proc/self/uid_map", "w") as fh:
+            fh.write("0 %d 1" % uid)
+        with open("/proc/self/gid_map", "w") as fh:
+            fh.write("0 %d 1" % gid)
+    mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    points = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            parts = line.split()
+            path = parts[4].encode().decode("unicode_escape").encode("latin-1")
+            keep = MS_RDONLY
+            for opt in parts[5].split(","):
+                keep |= OPTION_FLAGS.get(opt, 0)
+            points.append((path, keep))
+    for path, keep in points:
+        try:
+            mount(None, path, None, MS_REMOUNT | MS_BIND | keep, None)
+        except OSError:
+            # The root must become read-only; a failure on a pseudo file system is
+            # covered by the uid drop and the tmpfs below.
+            if path == b"/":
+                raise
+    if root:
+        expose()
+    owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
+    size = b"size=%d,mode=1777" % cfg["disk_bytes"]
+    for place in (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock"):
+        if os.path.isdir(place):
+            mount(b"tmpfs", place, b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
+    return root
+
+isolated = False
+drop = os.geteuid() == 0 and not cfg["expose"]
+workdir = cfg["workdir"]
+try:
+    drop = isolate()
+    isolated = True
+    workdir = "/tmp"
+except OSError as exc:
+    if not cfg["allow_unisolated"]:
+        emit({"refused": str(exc)})
+        sys.exit(0)
+emit({"isolated": isolated})
+
+def run_program():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_bytes"], cfg["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["disk_bytes"], cfg["disk_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["open_files"], cfg["open_files"]))
+    if drop:
+        os.setgroups([])
+        os.setgid(cfg["uid"])
+        os.setuid(cfg["uid"])
+    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["processes"], cfg["processes"]))
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: no setuid binary gives root back
+    os.chdir(workdir)
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    sys.path.extend(cfg["paths"])
+    import builtins, traceback
+    record = {"answer": None, "has_answer": False, "error": None}
+    try:
+        compiled = compile(code, "<program>", "exec")
+    except SyntaxError as exc:
+        where = "line %s" % exc.lineno
+        if exc.text and exc.text.strip():
+            where += ": " + exc.text.strip()
+        record["error"] = "%s: %s (%s)" % (type(exc).__name__, exc.msg, where)
+        compiled = None
+    if compiled is not None:
+        scope = {"__name__": "__main__", "__builtins__": builtins}
+        try:
+            exec(compiled, scope)
+        except SystemExit:
+            pass
+        except BaseException as exc:
+            record["error"] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        if record["error"] is None and "answer" in scope:
+            value = scope["answer"]
+            try:
+                text = value if isinstance(value, str) else str(value)
+            except BaseException as exc:
+                text = None
+                record["error"] = "cannot turn `answer` into text: " + traceback.format_exception_only(type(exc), exc)[-1].strip()
+            if text is not None:
+                record["answer"] = text[: cfg["answer_chars"]]
+                record["has_answer"] = True
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        pass
+    emit({"result": record})
+
+def wait_for(pid):
+    """Reap everything until `pid` ends (orphans are re-parented to PID 1)."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if done == pid:
+            return status
+
+middle = os.fork()
+if middle == 0:
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the launcher
+    if isolated:
+        try:
+            mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        except OSError:
+            pass
+    worker = os.fork()
+    if worker == 0:
+        try:
+            run_program()
+        except BaseException as exc:
+            emit({"sandbox_error": "%s: %s" % (type(exc).__name__, exc)})
+        finally:
+            os._exit(0)
+    status = wait_for(worker)
+    if os.WIFSIGNALED(status):
+        emit({"signal": os.WTERMSIG(status)})
+    else:
+        emit({"exit": os.WEXITSTATUS(status)})
+    os._exit(0)
+wait_for(middle)
+'''
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def _site_paths() -> list[str]:
+    """Where the program may import from (sympy, numpy...): -S skips site for a fast
+    start, so the launcher appends these itself; .pth hooks stay unprocessed."""
+    paths = list(site.getsitepackages())
+    return [p for p in paths if os.path.isdir(p)]
+
+
+_SITE_PATHS = _site_paths()
+
+
+def _enterable_by_others(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o001)
+    except OSError:
+        return False
+
+
+def _hidden_interpreter_dirs() -> dict[str, list[str]]:
+    """{first ancestor the unprivileged uid cannot enter: [interpreter directories
+    below it]}. Empty when everything is reachable already."""
+    wanted = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *_SITE_PATHS)}
+    groups: dict[str, list[str]] = {}
+    for path in sorted(wanted):
+        parts = path.split(os.sep)
+        for i in range(2, len(parts) + 1):
+            ancestor = os.sep.join(parts[:i])
+            if not _enterable_by_others(ancestor):
+                if ancestor == path:
+                    break  # the directory itself is closed: binding it back would not help
+                groups.setdefault(ancestor, [])
+                if not any(path.startswith(p + os.sep) or p == path for p in groups[ancestor]):
+                    groups[ancestor].append(path)
+                break
+    for ancestor, paths in groups.items():
+        # A prefix binds its sub-directories along with it.
+        groups[ancestor] = [p for p in paths if not any(p.startswith(q + os.sep) for q in paths if q != p)]
+    return groups
+
+
+_EXPOSE = _hidden_interpreter_dirs() if os.geteuid() == 0 else {}
+_MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _environment(workdir: str) -> dict[str, str]:
+    # Nothing is inherited: API keys and tokens in our environment stay with us.
+    return {
+        "PATH": _MINIMAL_PATH,
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",  # set order and str hashes the same on every run
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+class _Capped:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = chunk[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.kept
+
+    def text(self) -> str:
+        return b"".join(self.parts).decode("utf-8", "replace")
+
+
+_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_ANSWER_ASSIGN_RE = re.compile(r"^\s*answer\s*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
+_CODE_START_RE = re.compile(
+    r"^(import |from \S+ import |def |class |for |while |if |with |try:|@|#|print\(|"
+    r"[A-Za-z_][A-Za-z_0-9]*(\s*,\s*[A-Za-z_][A-Za-z_0-9]*)*\s*(:[^=]+)?([-+*/%]|//|\*\*)?=[^=])"
+)
+# Lines that may appear unindented in a program without starting one.
+_CODE_LINE_RE = re.compile(
+    r"^(\s|else\b|elif |except\b|finally\b|return\b|pass\b|break\b|continue\b|raise\b|assert |"
+    r"global |nonlocal |[)\]}]|[A-Za-z_][A-Za-z_0-9.]*\(|\"\"\"|\'\'\')"
+)
+MAX_SCAN_LINES = 300
+
+
+def program_from_text(text: str) -> str:
+    """The program in a model reply: a fenced block when there is one (the last one
+    that sets `answer`, else the last python block, else the last block), otherwise the
+    longest stretch of lines that parses as Python, prose trimmed from both ends."""
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE_RE.finditer(text)]
+    if blocks:
+        for _, body in reversed(blocks):
+            if _ANSWER_ASSIGN_RE.search(body):
+                return body.strip("\n")
+        python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
+        return (python or [b for _, b in blocks])[-1].strip("\n")
+    return _bare_program(text)
+
+
+def _parses(lines: list[str]) -> bool:
+    try:
+        ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _bare_program(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    all_code = all(not line.strip() or _CODE_START_RE.match(line) or _CODE_LINE_RE.match(line) for line in lines)
+    # A broken program without prose around it must reach the interpreter whole, so
+    # the model sees its own syntax error rather than a run of some fragment.
+    if all_code or len(lines) > MAX_SCAN_LINES or _parses(lines):
+        return text.strip("\n")
+    starts = [i for i, line in enumerate(lines) if _CODE_START_RE.match(line)]
+    best: list[str] = []
+    for start in starts:
+        # Trim from the end until it parses; the first success from a start is the
+        # longest program beginning there.
+        for end in range(len(lines), start, -1):
+            if end - start <= len(best):
+                break
+            chunk = lines[start:end]
+            if _parses(chunk) and _ANSWER_ASSIGN_RE.search("\n".join(chunk)):
+                best = chunk
+                break
+        if best and len(best) >= len(lines) - start:
+            break
+    return "\n".join(best).strip("\n") if best else text.strip("\n")
+
+
+def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False) -> ExecResult:
+    """Run `code` (fences allowed) in the sandbox and report its `answer`, its output
+    and its error. Never raises for anything the program does."""
+    limits = limits or SandboxLimits()
+    code = program_from_text(code)
+    started = time.perf_counter()
+    workdir = tempfile.mkdtemp(prefix="veriloop-py-")
+    result_r, result_w = os.pipe()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        if os.geteuid() == 0:
+            # Only used when isolation is off: the dropped uid must be able to work here.
+            os.chown(workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        config = {
+            "result_fd": result_w,
+            "unshare_flags": UNSHARE_FLAGS,
+            "allow_unisolated": allow_unisolated,
+            "uid": UNPRIVILEGED_ID,
+            "workdir": workdir,
+            "paths": _SITE_PATHS,
+            "expose": _EXPOSE,
+            "answer_chars": ANSWER_CHARS,
+            "cpu_seconds": int(limits.cpu_seconds),
+            "memory_bytes": int(limits.memory_bytes),
+            "processes": int(limits.processes),
+            "disk_bytes": int(limits.disk_bytes),
+            "open_files": int(limits.open_files),
+        }
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(config)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(result_w,),
+                env=_environment(workdir),
+                cwd=workdir,
+                start_new_session=True,  # its own process group, killed as a whole
+                close_fds=True,
+            )
+        except OSError as exc:
+            return ExecResult(None, "", error=f"could not start the Python interpreter: {exc}",
+                              seconds=time.perf_counter() - started)
+        finally:
+            os.close(result_w)
+        outcome = _collect(proc, code, result_r, limits)
+    finally:
+        os.close(result_r)
+        if proc is not None and proc.poll() is None:
+            _kill_group(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return _interpret(outcome, limits, time.perf_counter() - started)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@dataclass
+class _Outcome:
+    stdout: _Capped
+    stderr: _Capped
+    records: list[dict[str, Any]]
+    timed_out: bool
+
+
+def _collect(proc: subprocess.Popen[bytes], code: str, result_r: int, limits: SandboxLimits) -> _Outcome:
+    deadline = time.monotonic() + limits.wall_seconds
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        # The launcher reads all of stdin before anything else, so this cannot block
+        # on a full pipe for long.
+        proc.stdin.write(code.encode("utf-8", "replace"))
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    stdout, stderr, result = _Capped(limits.output_bytes), _Capped(STDERR_BYTES), _Capped(RESULT_BYTES)
+    sinks = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr, result_r: result}
+    selector = selectors.DefaultSelector()
+    for fd in sinks:
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ)
+    timed_out = False
+    exited_at: float | None = None
+    try:
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            # Without namespaces a stray grandchild could hold a pipe open: stop
+            # waiting shortly after the launcher itself has gone.
+            if exited_at is not None and now - exited_at > 0.5:
+                break
+            for key, _ in selector.select(timeout=min(0.1, deadline - now)):
+                fd = key.fd
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(fd)
+                else:
+                    sinks[fd].add(chunk)
+    finally:
+        selector.close()
+    _kill_group(proc)
+    records = []
+    for line in result.text().splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            records.append(item)
+    return _Outcome(stdout, stderr, records, timed_out)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
+
+
+def _interpret(outcome: _Outcome, limits: SandboxLimits, seconds: float) -> ExecResult:
+    merged: dict[str, Any] = {}
+    for record in outcome.records:
+        merged.update(record)
+    stdout = outcome.stdout.text()
+    base: dict[str, Any] = dict(
+        stdout=stdout,
+        stdout_truncated=outcome.stdout.truncated,
+        stderr=outcome.stderr.text(),
+        isolated=bool(merged.get("isolated")),
+        seconds=round(seconds, 4),
+    )
+    if "refused" in merged:
+        message = (
+            f"refused to run the program: it could not be isolated ({merged['refused']}); "
+            "run where Linux namespaces are available, or pass allow_unisolated=True to run without isolation"
+        )
+        return ExecResult(None, "", error=message, refused=True, seconds=round(seconds, 4))
+    if outcome.timed_out:
+        return ExecResult(
+            None, error=f"TimeoutError: the program did not finish within {limits.wall_seconds:g} s", timed_out=True, **base
+        )
+    result = merged.get("result")
+    signum = merged.get("signal")
+    if isinstance(result, dict):
+        error = result.get("error")
+        if error == "MemoryError":
+            error = f"MemoryError: the program needed more than the {_size(limits.memory_bytes)} memory limit"
+        elif error is None and not result.get("has_answer"):
+            error = "NameError: the program did not set a variable named `answer`"
+        answer = result.get("answer") if error is None else None
+        return ExecResult(answer, error=error, **base)
+    if signum in (signal.SIGXCPU, signal.SIGKILL):
+        why = f"used more than {limits.cpu_seconds} s of CPU time" if signum == signal.SIGXCPU else "was killed (out of CPU time or memory)"
+        return ExecResult(None, error=f"TimeoutError: the program {why} and was stopped", timed_out=True, **base)
+    if signum is not None:
+        return ExecResult(None, error=f"the program was killed by signal {signal.Signals(signum).name}", **base)
+    if "exit" in merged:
+        return ExecResult(None, error=f"the program ended abruptly (exit status {merged['exit']}) before reporting `answer`", **base)
+    tail = outcome.stderr.text().strip().splitlines()
+    detail = f": {tail[-1]}" if tail else ""
+    return ExecResult(None, error=f"the sandbox failed to run the program{detail}", **base)
+
+
+# --------------------------------------------------------------------------- the tool
+
+
+def describe(result: ExecResult) -> str:
+    """CRITIC-style text for the model: the error's last line, or `answer` and what
+    was printed."""
+    if result.error is not None:
+        text = f"Execution: {result.error}"
+    else:
+        text = f"Execution: answer = {result.answer}"
+    if result.stdout.strip():
+        cut = " [output truncated]" if result.stdout_truncated else ""
+        text += f"\nPrinted output:\n{result.stdout.rstrip()}{cut}"
+    return text
+
+
+class PythonTool:
+    name = "python"
+    description = (
+        "Runs a Python program in an isolated process without network access and reports the value "
+        "of its variable `answer` and what it printed, or its error. Input: the program."
+    )
+    deterministic = True
+
+    def __init__(self, limits: SandboxLimits | None = None, allow_unisolated: bool = False, **options: Any) -> None:
+        if limits is None:
+            limits = SandboxLimits(**options)
+        elif options:
+            raise TypeError(f"pass either limits or individual limit options, not both: {sorted(options)}")
+        self.limits = limits
+        self.allow_unisolated = allow_unisolated
+
+    def identity(self) -> str:
+        isolation = "may-run-unisolated" if self.allow_unisolated else "isolated"
+        return f"python{sys.version_info[0]}.{sys.version_info[1]};{isolation};{self.limits.key()}"
+
+    def run(self, tool_input: str) -> Observation:
+        try:
+            result = run_python(tool_input, self.limits, allow_unisolated=self.allow_unisolated)
+        except Exception as exc:  # e.g. no free file descriptors: still an observation
+            return failed(self.name, tool_input, f"Execution: the sandbox could not run: {type(exc).__name__}: {exc}",
+                          answer=None, stdout="", error=str(exc), timed_out=False)
+        data = {
+            "answer": result.answer,
+            "stdout": result.stdout,
+            "error": result.error,
+            "timed_out": result.timed_out,
+            "stdout_truncated": result.stdout_truncated,
+            "isolated": result.isolated,
+            "refused": result.refused,
+        }
+        return Observation(tool=self.name, input=tool_input, text=describe(result), ok=result.ok, data=data)

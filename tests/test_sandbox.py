@@ -1,0 +1,264 @@
+"""The Python sandbox: every hostile program ends with the host alive and an observation
+that says what happened."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+
+import pytest
+
+from veriloop.tools import get_tool
+from veriloop.tools import sandbox
+from veriloop.tools.sandbox import PythonTool, SandboxLimits, program_from_text, run_python
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = SandboxLimits(wall_seconds=3, cpu_seconds=2)
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux")
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def marked(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Tags every sandboxed process through its environment, so a test can look for
+    leftovers of its own run only."""
+    marker = f"VERILOOP_TEST_MARK={uuid.uuid4().hex}"
+    plain = sandbox._environment
+
+    def with_marker(workdir: str) -> dict[str, str]:
+        env = plain(workdir)
+        name, value = marker.split("=")
+        env[name] = value
+        return env
+
+    monkeypatch.setattr(sandbox, "_environment", with_marker)
+    return marker
+
+
+def test_answer_is_reported_with_printed_output() -> None:
+    observation = PythonTool().run("x = 6\nprint('thinking', x)\nanswer = x * 7")
+    assert observation.ok
+    assert observation.data["answer"] == "42"
+    assert observation.data["stdout"] == "thinking 6\n"
+    assert observation.data["error"] is None and observation.data["timed_out"] is False
+    assert observation.data["isolated"] is True
+    assert observation.text.startswith("Execution: answer = 42")
+    assert "thinking 6" in observation.text
+
+
+def test_fenced_program_is_unwrapped() -> None:
+    reply = "Here is my program:\n```python\ntotal = 16 - 3 - 4\nanswer = total * 2\n```\nThe answer is 18."
+    assert run_python(reply).answer == "18"
+
+
+def test_syntax_error_names_the_line() -> None:
+    result = run_python("a = 1\nb = = 2\nanswer = a")
+    assert not result.ok
+    assert result.error == "SyntaxError: invalid syntax (line 2: b = = 2)"
+    observation = PythonTool().run("a = 1\nb = = 2\nanswer = a")
+    assert observation.text == "Execution: SyntaxError: invalid syntax (line 2: b = = 2)"
+    assert not observation.ok
+
+
+def test_runtime_error_is_the_last_traceback_line() -> None:
+    result = run_python("def f(n):\n    return 10 / n\nanswer = f(0)")
+    assert result.error == "ZeroDivisionError: division by zero"
+    assert result.answer is None
+
+
+def test_missing_answer_is_reported() -> None:
+    result = run_python("print(41 + 1)")
+    assert result.stdout == "42\n"
+    assert result.answer is None
+    assert "did not set a variable named `answer`" in (result.error or "")
+
+
+def test_infinite_loop_hits_the_cpu_limit() -> None:
+    started = time.monotonic()
+    result = run_python("while True:\n    pass", QUICK)
+    assert time.monotonic() - started < QUICK.wall_seconds + 2
+    assert result.timed_out
+    assert "CPU time" in (result.error or "")
+
+
+def test_sleep_hits_the_wall_clock_limit() -> None:
+    observation = PythonTool(limits=SandboxLimits(wall_seconds=1.5)).run("import time\ntime.sleep(1000)\nanswer = 1")
+    assert not observation.ok
+    assert observation.data["timed_out"] is True
+    assert observation.text == "Execution: TimeoutError: the program did not finish within 1.5 s"
+
+
+def test_huge_allocation_is_a_memory_error() -> None:
+    result = run_python("block = bytearray(4 * 1024 ** 3)\nanswer = len(block)", QUICK)
+    assert result.answer is None
+    assert result.error == "MemoryError: the program needed more than the 1 GiB memory limit"
+
+
+def test_fork_bomb_is_stopped_and_leaves_no_process(marked: str) -> None:
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    started = time.monotonic()
+    result = run_python(bomb, SandboxLimits(wall_seconds=2, cpu_seconds=2))
+    assert time.monotonic() - started < 10
+    assert result.timed_out and result.answer is None
+    deadline = time.monotonic() + 5
+    while _processes_with(marked) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marked) == []
+
+
+def test_detached_child_does_not_survive(marked: str) -> None:
+    program = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1000)\nanswer = 'parent done'"
+    result = run_python(program, QUICK)
+    assert result.answer == "parent done"
+    deadline = time.monotonic() + 5
+    while _processes_with(marked) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marked) == []
+
+
+def test_files_written_outside_the_workdir_do_not_persist() -> None:
+    name = f"escape-{uuid.uuid4().hex}"
+    targets = [Path("/tmp") / name, ROOT / name, Path("/var/tmp") / name, Path.home() / name]
+    program = "\n".join(
+        ["results = []"]
+        + [
+            f"try:\n    open({str(t)!r}, 'w').write('x')\n    results.append('written')\n"
+            f"except OSError as exc:\n    results.append(type(exc).__name__)"
+            for t in targets
+        ]
+        + ["answer = results"]
+    )
+    result = run_python(program)
+    assert result.error is None, result.error
+    for target in targets:
+        assert not target.exists(), f"{target} escaped the sandbox"
+    # The repository and the home directory are read-only inside; /tmp is a private tmpfs.
+    assert "'OSError'" in (result.answer or "")
+
+
+def test_workdir_is_private_and_removed() -> None:
+    result = run_python("import os\nopen('notes.txt', 'w').write('hi')\nanswer = os.getcwd()")
+    assert result.answer == "/tmp"
+    unisolated = run_python("import os\nopen('notes.txt', 'w').write('hi')\nanswer = os.getcwd()", allow_unisolated=True)
+    # Isolation works here, so the opt-out changes nothing.
+    assert unisolated.isolated and unisolated.answer == "/tmp"
+
+
+def test_no_route_to_the_outside() -> None:
+    # 192.0.2.1 is TEST-NET-1 (documentation only): nothing answers there even if the
+    # namespace were missing, and inside the empty namespace connect fails at once.
+    program = (
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.settimeout(2)\n"
+        "s.connect(('192.0.2.1', 80))\nanswer = 'connected'"
+    )
+    result = run_python(program, QUICK)
+    assert result.answer is None
+    assert result.error == "OSError: [Errno 101] Network is unreachable"
+
+
+def test_environment_secrets_are_not_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = f"sk-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    program = (
+        "import os\nseen = dict(os.environ)\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    if pid.isdigit():\n"
+        "        try:\n"
+        "            seen[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "answer = repr(seen)"
+    )
+    result = run_python(program)
+    assert result.error is None
+    assert "OPENAI_API_KEY" not in (result.answer or "")
+    assert secret not in (result.answer or "")
+
+
+def test_runs_as_an_unprivileged_user_when_root() -> None:
+    result = run_python("import os\nanswer = (os.getuid(), os.getgid(), os.getpid())")
+    if os.geteuid() == 0:
+        assert result.answer == "(65534, 65534, 2)"  # PID 1 is the sandbox's own reaper
+
+
+def test_printing_100_mb_is_truncated_without_host_memory_growth() -> None:
+    program = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.write(chunk)\nanswer = 'done'"
+    tracemalloc.start()
+    try:
+        result = run_python(program, SandboxLimits(wall_seconds=20))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.answer == "done"
+    assert result.stdout_truncated
+    assert len(result.stdout) == SandboxLimits().output_bytes
+    assert peak < 8 * (1 << 20)
+    assert describe_ends_with_truncation(result)
+
+
+def describe_ends_with_truncation(result: sandbox.ExecResult) -> bool:
+    return sandbox.describe(result).endswith("[output truncated]")
+
+
+def test_imports_from_site_packages_work() -> None:
+    result = run_python("import sympy\nanswer = sympy.Rational(14, 3) + 1")
+    assert result.answer == "17/3"
+
+
+def test_refuses_without_isolation_unless_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "UNSHARE_FLAGS", 0x1)  # not a namespace flag: unshare fails with EINVAL
+    observation = PythonTool().run("answer = 1")
+    assert not observation.ok
+    assert observation.data["refused"] is True
+    assert "refused to run the program" in observation.text
+    assert "allow_unisolated=True" in observation.text
+    opted_out = PythonTool(allow_unisolated=True).run("import os\nanswer = os.getcwd()")
+    assert opted_out.data["isolated"] is False
+    workdir = opted_out.data["answer"]
+    assert workdir and workdir.startswith(tempfile.gettempdir())
+    assert not os.path.exists(workdir)  # the temporary working directory is gone
+
+
+def test_identity_carries_the_limits() -> None:
+    plain, tight = PythonTool(), PythonTool(wall_seconds=2)
+    assert plain.identity() != tight.identity()
+    assert "wall_seconds=10.0" in plain.identity() and "memory_bytes=1073741824" in plain.identity()
+    assert PythonTool(allow_unisolated=True).identity() != plain.identity()
+    assert isinstance(get_tool("python", cpu_seconds=3), PythonTool)
+
+
+def test_per_call_overhead_is_small() -> None:
+    timings = []
+    for _ in range(5):
+        started = time.perf_counter()
+        assert run_python("answer = 1").answer == "1"
+        timings.append(time.perf_counter() - started)
+    assert statistics.median(timings) < 0.5
+
+
+def test_program_from_text_handles_prose_and_fences() -> None:
+    unfenced = "Sure! Here is the program:\n\nprice = 3\ncount = 4\nanswer = price * count\n\nThis multiplies them."
+    assert program_from_text(unfenced) == "price = 3\ncount = 4\nanswer = price * count"
+    two_blocks = "```python\nx = 1\n```\nFixed:\n```python\nx = 2\nanswer = x\n```\n```\nprint(answer)\n```"
+    assert program_from_text(two_blocks) == "x = 2\nanswer = x"
+    assert program_from_text("answer = 5") == "answer = 5"
+    unterminated = "```python\nanswer = 7\n"
+    assert program_from_text(unterminated) == "answer = 7"
