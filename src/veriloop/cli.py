@@ -378,6 +378,150 @@ def reproduce_self_verification(
     out.print(f"{calls()} backend calls; tables and figure in {target}/ ({', '.join(payload['provenance'])})", highlight=False)
 
 
+@reproduce_app.command("critic")
+def reproduce_critic_cmd(
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    # A CRITIC trajectory on the default model takes about a minute here (a CoT or program,
+    # up to 7 tool-using verification steps and a correction, several rounds); 3 per task
+    # keeps the whole reproduction near an hour. Raise it on a server.
+    instances: Annotated[int, typer.Option(help="Questions / problems / prompts per task.", min=1)] = 3,
+    data_root: Annotated[
+        Path, typer.Option(help="Folder with hotpotqa/, gsm8k/, math500/, toxicity/ (the shared reference data).")
+    ] = Path("../shared/data"),
+    svamp: Annotated[Optional[Path], typer.Option(help="A SVAMP JSON file (Body, Question, Answer); skipped without it.")] = None,
+    tasks: Annotated[
+        Optional[str], typer.Option(help="Comma-separated subset of: hotpotqa, gsm8k, math500, svamp, toxicity, table5.")
+    ] = None,
+    k: Annotated[int, typer.Option(help="Samples for self-consistency and rejection sampling.", min=1)] = 5,
+    generations: Annotated[int, typer.Option(help="Generations per toxicity prompt (the paper: 25).", min=1)] = 3,
+    hallucination_samples: Annotated[int, typer.Option(help="Samples for the self-consistency confidence of Table 5 (the paper: 20).", min=2)] = 10,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory (resumable).")] = None,
+    seed: Annotated[int, typer.Option(help="Base seed.")] = 0,
+    search_url: Annotated[Optional[str], typer.Option(help=SEARCH_URL_HELP + " Default: BM25 over the HotpotQA paragraphs.")] = None,
+    toxicity_backend: Annotated[str, typer.Option(help=TOXICITY_HELP)] = "offline",
+    allow_unisolated: Annotated[bool, typer.Option(help=UNISOLATED_HELP)] = False,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
+    (hallucination detection) and its iteration plots, every condition on the same model
+    and cache. Writes critic.md, critic.csv, iterations.png and reproduction.json;
+    resumes if interrupted."""
+    from .reproduce.critic import TASK_NAMES, reproduce_critic
+    from .tools.config import build_toolbox
+
+    chosen = [t.strip() for t in tasks.split(",")] if tasks else None
+    for t in chosen or []:
+        if t not in TASK_NAMES:
+            raise VeriloopError(f"unknown task {t!r}; choose from: {', '.join(TASK_NAMES)}")
+    settings = _tool_settings(None, search_url, toxicity_backend, allow_unisolated)
+    lm, calls = _load_cached_model(model, base_url, api_key, cache)
+    target = out_dir or Path("runs") / f"reproduce-critic-{_slug(model)}-n{instances}-seed{seed}"
+    inner = getattr(lm, "inner", lm)
+
+    async def perplexity_logprobs(messages, text):
+        return [t.logprob for t in await inner.score(messages, text)]
+
+    async def go():
+        with ProgressReporter("critic") as progress:
+            def on_progress(stage: str, done: int, total: int) -> None:
+                progress.set_stage(stage)
+                progress.update(done, total)
+
+            try:
+                return await reproduce_critic(
+                    lm, target, instances, data_root if data_root.exists() else None,
+                    tools=lambda dom, source: build_toolbox(settings, dom, source),
+                    seed=seed, k=k, toxicity_generations=generations, hallucination_samples=hallucination_samples,
+                    tasks=chosen, extra_files={"svamp": svamp} if svamp else {},
+                    perplexity=perplexity_logprobs if hasattr(inner, "score") else None,
+                    on_progress=on_progress, backend_calls=calls,
+                )
+            finally:
+                await lm.aclose()
+
+    _run_async(go(), target)
+    out.print((target / "critic.md").read_text(), markup=False, highlight=False)
+    out.print(f"{calls()} backend calls; tables and figure in {target}/", highlight=False)
+
+
+@app.command()
+def chat(
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    question: Annotated[Optional[str], typer.Option("--question", "-q", help="Answer this one question and exit (no prompt).")] = None,
+    max_turns: Annotated[int, typer.Option(help="Verify-critique-correct turns per question (the blog: 5).", min=1)] = 5,
+    tools: Annotated[str, typer.Option(help="Comma-separated tools the agent may use.")] = "calculator,python,search",
+    search_corpus: Annotated[Optional[Path], typer.Option(help=SEARCH_CORPUS_HELP)] = None,
+    search_url: Annotated[Optional[str], typer.Option(help=SEARCH_URL_HELP)] = None,
+    allow_unisolated: Annotated[bool, typer.Option(help=UNISOLATED_HELP)] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --question: print the answer and every step as JSON.")] = False,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """An interactive CRITIC agent in the terminal.
+
+    Each answer is checked claim by claim with tools (generator -> verifier -> tool ->
+    critic -> corrector, at most --max-turns turns), every step shown as it happens.
+    Type a question; an empty line, "exit" or Ctrl-D ends the session. The search tool
+    is there only with --search-corpus or --search-url."""
+    from .agent import AgentStep, ask
+    from .tools import TOOLS
+    from .tools.config import build_toolbox
+
+    names = [t.strip() for t in tools.split(",") if t.strip()]
+    for name in names:
+        if name not in TOOLS:
+            raise VeriloopError(f"unknown tool {name!r}; choose from: {', '.join(TOOLS)}")
+    toolbox = build_toolbox(_tool_settings(search_corpus, search_url, "offline", allow_unisolated, names=names))
+    if not toolbox.names:
+        raise VeriloopError("no tool is available (search needs --search-corpus or --search-url)")
+    lm, _ = _load_cached_model(model, base_url, api_key, cache)
+    colours = {"generator": "cyan", "verifier": "yellow", "tool": "magenta", "critic": "red", "corrector": "green"}
+
+    def show(step: AgentStep) -> None:
+        if as_json:
+            return
+        head = f"[{step.turn}] {step.role}" + (f" ({step.observation.tool})" if step.observation else "")
+        out.print(f"[bold {colours.get(step.role, 'white')}]{head}[/]", highlight=False)
+        out.print(step.text, markup=False, highlight=False)
+
+    async def session():
+        history: list[tuple[str, str]] = []
+        try:
+            while True:
+                if question is not None:
+                    q = question
+                else:
+                    try:
+                        q = await asyncio.to_thread(input, "question> ")
+                    except EOFError:
+                        break
+                q = q.strip()
+                if not q or q.lower() in ("exit", "quit"):
+                    break
+                result = await ask(lm, q, toolbox, max_turns=max_turns, history=history, on_step=show)
+                history.append((q, result.answer))
+                if as_json:
+                    print(json.dumps({
+                        "question": q, "answer": result.answer, "stop_reason": result.stop_reason,
+                        "steps": [{"turn": s.turn, "role": s.role, "text": s.text, "claim": s.claim} for s in result.steps],
+                    }, indent=2, ensure_ascii=False))
+                else:
+                    out.print(f"[bold]answer[/] ({result.stop_reason}):", highlight=False)
+                    out.print(result.answer, markup=False, highlight=False)
+                if question is not None:
+                    break
+        finally:
+            await lm.aclose()
+
+    try:
+        asyncio.run(session())
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
 def _run_async(coro, where: Path):
     try:
         return asyncio.run(coro)

@@ -37,7 +37,9 @@ class Strategy(BaseModel):
 
     @property
     def canonical(self) -> str:
-        opts = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.model_dump().items()))
+        # Unset optional options (None: "the task's default") are left out, so adding one
+        # to a strategy does not rename the trajectories already recorded under it.
+        opts = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.model_dump().items()) if v is not None)
         return f"{self.kind}:{opts}" if opts else self.kind
 
     async def run(self, episode: Episode) -> None:

@@ -1,0 +1,372 @@
+"""Reproduce CRITIC (Gou et al.): Table 1 (free-form QA on HotpotQA), Table 2 (math
+program synthesis on GSM8K, MATH-500 and, given a file, SVAMP), Table 3 (toxicity
+reduction on RealToxicityPrompts), Table 5 (hallucination detection) and the iteration
+plots (task metric against correction round, with and without the oracle), on one model
+with one cache, beside the paper's ChatGPT numbers.
+
+Every condition is a strategy spec run by the ordinary experiment runner, so the
+reproduction resumes like any run and a finished one only rewrites its tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..domains import get_domain
+from ..domains.base import Domain, Instance
+from ..experiment.metrics import wilson_interval
+from ..experiment.records import Trajectory
+from ..experiment.runner import load_trajectories, run_experiment
+from ..models.base import Model
+from ..strategies import parse_strategy
+from ..studies.hallucination import DetectionRecord, run_hallucination_study, summarise_detection
+from ..tools.base import Toolbox
+
+QA_CONDITIONS = [
+    ("CoT", "standard"),
+    ("Self-Consistency", "self-consistency:k={k},temperature=0.5"),
+    ("ReAct", "react"),
+    ("ReAct → CRITIC", "critic:init=react"),
+    ("CRITIC", "critic"),
+    ("CRITIC w/o Tool", "critic:tools=false"),
+    ("CRITIC*", "critic:oracle=true"),
+    ("Rejection Sampling", "rejection-sampling:n={k}"),
+]
+MATH_CONDITIONS = [
+    ("PoT", "standard"),
+    ("Self-Consistency", "self-consistency:k={k},temperature=0.5"),
+    ("CRITIC", "critic"),
+    ("CRITIC w/o Tool", "critic:tools=false"),
+    ("CRITIC*", "critic:oracle=true"),
+    ("Rejection Sampling", "rejection-sampling:n={k}"),
+]
+TOXICITY_CONDITIONS = [
+    ("Base", "standard:temperature=1,top_p=0.9"),
+    ("CRITIC", "critic"),
+    ("CRITIC w/o Tool", "critic:tools=false"),
+]
+ITERATION_LINES = ("CRITIC", "CRITIC*", "CRITIC w/o Tool")
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    domain: str
+    kind: str  # "qa" | "math" | "toxicity"
+    data: str | None  # below the data root; None: the user must give the file (SVAMP)
+
+
+TASKS = [
+    TaskSource("hotpotqa", "qa", "hotpotqa/hotpot_dev_distractor_100.json"),
+    TaskSource("gsm8k", "math", "gsm8k/test.jsonl"),
+    TaskSource("math500", "math", "math500/test.jsonl"),
+    TaskSource("svamp", "math", None),
+    TaskSource("toxicity", "toxicity", "toxicity/realtoxicityprompts_val.jsonl"),
+]
+
+TASK_NAMES = (*(t.domain for t in TASKS), "table5")
+
+# ChatGPT (gpt-3.5-turbo) in the paper.
+PAPER_QA = {  # HotpotQA EM, F1
+    "CoT": ("32.7", "42.8"), "Self-Consistency": ("35.8", "47.0"), "ReAct": ("39.1", "50.2"),
+    "ReAct → CRITIC": ("37.9", "50.0"), "CRITIC": ("40.3", "52.9"), "CRITIC w/o Tool": ("33.1", "46.1"),
+    "CRITIC*": ("44.3", "56.9"), "Rejection Sampling": ("42.0", "55.6"),
+}
+PAPER_MATH = {  # GSM8K, SVAMP accuracy (MATH-500 is not in the paper)
+    "PoT": {"gsm8k": "72.5", "svamp": "82.0"}, "CRITIC": {"gsm8k": "78.2", "svamp": "83.3"},
+    "CRITIC w/o Tool": {"gsm8k": "77.0", "svamp": "82.0"}, "CRITIC*": {"gsm8k": "83.9", "svamp": "89.0"},
+}
+PAPER_TOXICITY = {  # expected max toxicity, toxic probability, perplexity, dist-2, dist-3
+    "CRITIC": ("0.173", "0.040", "15.66", "0.78", "0.77"),
+    "CRITIC w/o Tool": ("0.339", "0.223", "17.33", "0.77", "0.76"),
+}
+PAPER_TABLE5 = {  # HotpotQA accuracy, AUROC
+    "lm-prob": ("-", "0.731"), "norm-entropy": ("-", "0.693"), "max-entropy": ("-", "0.749"),
+    "self-consistency": ("-", "0.831"), "always-true": ("0.409", "-"), "p-true": ("0.540", "0.713"),
+    "critic": ("0.765", "0.831"), "critic-notool": ("-", "-"),
+}
+
+
+def _mean_ci(values: list[float]) -> tuple[float, float, float]:
+    """Mean with a normal-approximation 95% interval (for F1 and toxicity, not proportions)."""
+    if not values:
+        return (0.0, 0.0, 0.0)
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return (mean, mean, mean)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values))
+    return (mean, mean - half, mean + half)
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.1f}"
+
+
+def _prop_cell(successes: int, n: int) -> str:
+    lo, hi = wilson_interval(successes, n)
+    return f"{_pct(successes / n if n else 0)} ({_pct(lo)}-{_pct(hi)})"
+
+
+def _mean_cell(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
+    m, lo, hi = _mean_ci(values)
+    return f"{m * scale:.{digits}f} ({lo * scale:.{digits}f}-{hi * scale:.{digits}f})"
+
+
+def load_task(task: TaskSource, data_root: Path | None, extra_files: dict[str, Path], n: int) -> tuple[Domain, list[Instance], str] | None:
+    domain = get_domain(task.domain)
+    path = extra_files.get(task.domain) or (data_root / task.data if data_root is not None and task.data else None)
+    if path is None or not Path(path).exists():
+        return None
+    return domain, domain.load_instances(str(path), n=n), str(path)
+
+
+def metric_at_round(domain: Domain, instances: dict[str, Instance], t: Trajectory, round: int, key: str) -> float:
+    """The task metric of the answer the loop would have returned had it stopped after
+    `round` rounds (a finished loop keeps its last answer)."""
+    if not t.rounds:
+        return 0.0
+    text = t.rounds[min(round, len(t.rounds)) - 1].text
+    return float(domain.metrics(instances[t.instance_id], text).get(key, 0.0))  # type: ignore[attr-defined]
+
+
+async def reproduce_critic(
+    model: Model,
+    out_dir: Path,
+    n: int,
+    data_root: Path | None,
+    tools: Callable[[Domain, str], Toolbox],
+    seed: int = 0,
+    k: int = 5,
+    toxicity_generations: int = 3,
+    hallucination_n: int | None = None,
+    hallucination_samples: int = 10,
+    tasks: list[str] | None = None,
+    extra_files: dict[str, Path] | None = None,
+    perplexity: Callable[[list[dict[str, str]], str], object] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
+    backend_calls: Callable[[], int] = lambda: 0,
+) -> dict[str, object]:
+    extra_files = extra_files or {}
+    selected = set(tasks or [*TASK_NAMES])
+    # Table 5 is a study on the QA data, so asking for it alone still loads that task.
+    chosen_tasks = [t for t in TASKS if t.domain in selected or (t.kind == "qa" and "table5" in selected)]
+    payload: dict[str, object] = {"model": model.name, "instances": n, "seed": seed, "k": k, "tasks": {}}
+    md: list[str] = [f"# CRITIC reproduction ({model.name})", ""]
+    curves: dict[str, dict[str, list[float]]] = {}
+    math_rows: dict[str, dict[str, str]] = {}
+    math_provenance: list[str] = []
+    for task in chosen_tasks:
+        loaded = load_task(task, data_root, extra_files, n)
+        if loaded is None:
+            md += [f"({task.domain}: no data file; skipped)", ""]
+            continue
+        domain, instances, where = loaded
+        toolbox = tools(domain, where)
+        by_id = {i.id: i for i in instances}
+        conditions = {"qa": QA_CONDITIONS, "math": MATH_CONDITIONS, "toxicity": TOXICITY_CONDITIONS}[task.kind]
+        specs = [(label, parse_strategy(spec.format(k=k))) for label, spec in conditions]
+        seeds = range(seed, seed + (toxicity_generations if task.kind == "toxicity" else 1))
+        run_only_table5 = task.domain not in selected
+        trajectories: list[Trajectory] = []
+        if not run_only_table5:
+            for s in seeds:
+                sub = out_dir / task.domain if len(seeds) == 1 else out_dir / task.domain / f"seed{s}"
+                await run_experiment(
+                    model, domain, [st for _, st in specs], instances, sub, seed=s,
+                    config={"reproduce": "critic", "data": where}, tools=toolbox, backend_calls=backend_calls,
+                    on_progress=(lambda d, tot, name=f"{task.domain} seed {s}": on_progress(name, d, tot)) if on_progress else None,
+                )
+                keys = {(st.canonical, i.id, s) for _, st in specs for i in instances}
+                trajectories += [t for t in load_trajectories(sub / "trajectories.jsonl") if t.key in keys]
+            label_of = {st.canonical: label for label, st in specs}
+            metric_key = {"qa": "f1", "math": "accuracy", "toxicity": "toxicity"}[task.kind]
+            curves[task.domain] = iteration_curve(domain, by_id, trajectories, label_of, metric_key)
+        if task.kind == "qa":
+            if not run_only_table5:
+                table, rows = qa_table(domain, by_id, trajectories, specs)
+                md += [f"## Table 1: free-form QA, {task.domain} ({len(instances)} questions from {where})", "", table, ""]
+                payload["tasks"][task.domain] = rows  # type: ignore[index]
+            if "table5" in selected:
+                h_instances = instances[: hallucination_n or n]
+                records = await run_hallucination_study(
+                    model, domain, h_instances, out_dir / task.domain / "hallucination", toolbox, seed=seed,
+                    samples=hallucination_samples,
+                    on_progress=(lambda d, tot: on_progress("table 5", d, tot)) if on_progress else None,
+                )
+                table5, rows5 = table5_markdown(records)
+                md += [f"## Table 5: hallucination detection on {task.domain} ({len(records)} questions, "
+                       f"{hallucination_samples} samples for self-consistency)", "", table5, ""]
+                payload["table5"] = rows5
+        elif task.kind == "math":
+            rows = math_rows_for(domain, trajectories, specs)
+            for label, cell in rows.items():
+                math_rows.setdefault(label, {})[task.domain] = cell
+            math_provenance.append(f"{task.domain}: {len(instances)} problems from {where}")
+            payload["tasks"][task.domain] = rows  # type: ignore[index]
+        else:
+            table, rows = await toxicity_table(domain, by_id, trajectories, specs, perplexity)
+            md += [f"## Table 3: toxicity reduction ({len(instances)} prompts from {where}, "
+                   f"{len(seeds)} generations each)", "", table, ""]
+            payload["tasks"][task.domain] = rows  # type: ignore[index]
+    if math_rows:
+        md += ["## Table 2: mathematical program synthesis", "", math_table(math_rows), "",
+               "Problems: " + "; ".join(math_provenance), ""]
+    if curves:
+        plot_iterations(out_dir / "iterations.png", curves, model.name)
+        md += ["## Iterations", "", "Task metric against correction round (round 1 = the initial answer): "
+               "`iterations.png`; values in `reproduction.json`.", ""]
+    payload["iterations"] = curves
+    (out_dir / "critic.md").write_text("\n".join(md))
+    (out_dir / "reproduction.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    write_csv(out_dir / "critic.csv", payload)
+    return payload
+
+
+def iteration_curve(
+    domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], label_of: dict[str, str], key: str, rounds: int = 5
+) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for label in ITERATION_LINES:
+        chosen = [t for t in ts if label_of.get(t.strategy) == label]
+        if chosen:
+            out[label] = [
+                statistics.fmean(metric_at_round(domain, by_id, t, r, key) for t in chosen) for r in range(1, rounds + 1)
+            ]
+    return out
+
+
+def _cost(ts: list[Trajectory]) -> str:
+    calls = sum(len(t.calls) for t in ts)
+    tokens = sum(c.prompt_tokens + c.completion_tokens for t in ts for c in t.calls)
+    tool_calls = sum(len(t.tool_calls) for t in ts)
+    return f"{calls} / {tool_calls} / {tokens}"
+
+
+def qa_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list) -> tuple[str, dict]:
+    lines = ["| method | EM (95% CI) | F1 (95% CI) | paper EM | paper F1 | model calls / tool calls / tokens |",
+             "|---|---|---|---|---|---|"]
+    rows = {}
+    for label, st in specs:
+        chosen = [t for t in ts if t.strategy == st.canonical]
+        metrics = [domain.metrics(by_id[t.instance_id], t.final_text) for t in chosen]  # type: ignore[attr-defined]
+        em = [m.get("em", 0.0) for m in metrics]
+        f1 = [m.get("f1", 0.0) for m in metrics]
+        rows[label] = {"n": len(chosen), "em": statistics.fmean(em) if em else None, "f1": statistics.fmean(f1) if f1 else None}
+        paper = PAPER_QA.get(label, ("-", "-"))
+        lines.append(f"| {label} | {_prop_cell(int(sum(em)), len(em))} | {_mean_cell(f1)} | {paper[0]} | {paper[1]} | {_cost(chosen)} |")
+    return "\n".join(lines), rows
+
+
+def math_rows_for(domain: Domain, ts: list[Trajectory], specs: list) -> dict[str, str]:
+    rows = {}
+    for label, st in specs:
+        chosen = [t for t in ts if t.strategy == st.canonical]
+        rows[label] = f"{_prop_cell(sum(t.correct for t in chosen), len(chosen))} [{_cost(chosen)}]"
+    return rows
+
+
+def math_table(rows: dict[str, dict[str, str]]) -> str:
+    datasets = sorted({d for r in rows.values() for d in r})
+    head = "| method | " + " | ".join(f"{d} (95% CI) [calls / tool calls / tokens] | {d} paper" for d in datasets) + " |"
+    lines = [head, "|---|" + "---|---|" * len(datasets)]
+    for label, row in rows.items():
+        cells = [f"{row.get(d, '-')} | {PAPER_MATH.get(label, {}).get(d, '-')}" for d in datasets]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+async def toxicity_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list, perplexity) -> tuple[str, dict]:
+    from ..domains.toxicity import distinct_n, expected_max_toxicity, toxic_probability
+
+    lines = ["| method | exp. max toxicity | P(toxic ≥ once) | perplexity | dist-2 | dist-3 | paper (max / prob / ppl / dist-2 / dist-3) |",
+             "|---|---|---|---|---|---|---|"]
+    rows = {}
+    for label, st in specs:
+        chosen = [t for t in ts if t.strategy == st.canonical]
+        by_prompt: dict[str, list[Trajectory]] = {}
+        for t in chosen:
+            by_prompt.setdefault(t.instance_id, []).append(t)
+        scores = [[domain.metrics(by_id[i], t.final_text).get("toxicity", 0.0) for t in group] for i, group in by_prompt.items()]  # type: ignore[attr-defined]
+        texts = {i: [domain.extract_answer(by_id[i], t.final_text or "") or "" for t in group] for i, group in by_prompt.items()}
+        ppl = None
+        if perplexity is not None:
+            logprobs = []
+            for i, group in texts.items():
+                for text in group:
+                    if text:
+                        logprobs.append(await perplexity(domain.prompt(by_id[i]), text))  # type: ignore[misc]
+            from ..domains.toxicity import perplexity as ppl_of
+
+            ppl = ppl_of(logprobs) if logprobs else None
+        d2 = statistics.fmean(distinct_n(g, 2) for g in texts.values()) if texts else 0.0
+        d3 = statistics.fmean(distinct_n(g, 3) for g in texts.values()) if texts else 0.0
+        emt = expected_max_toxicity(scores) if scores else 0.0
+        prob = toxic_probability(scores) if scores else 0.0
+        rows[label] = {"expected_max_toxicity": emt, "toxic_probability": prob, "perplexity": ppl, "dist2": d2, "dist3": d3,
+                       "prompts": len(by_prompt)}
+        paper = " / ".join(PAPER_TOXICITY.get(label, ("-",) * 5))
+        ppl_s = f"{ppl:.2f}" if ppl is not None else "n/a"
+        lines.append(f"| {label} | {emt:.3f} | {prob:.3f} | {ppl_s} | {d2:.2f} | {d3:.2f} | {paper} |")
+    return "\n".join(lines), rows
+
+
+def table5_markdown(records: list[DetectionRecord]) -> tuple[str, dict]:
+    results = summarise_detection(records)
+    right = sum(r.correct for r in records)
+    lines = [f"Answers right (F1 > 0.6): {right}/{len(records)}.", "",
+             "| method | accuracy | AUROC | paper accuracy | paper AUROC | questions with a confidence |", "|---|---|---|---|---|---|"]
+    rows = {}
+    for r in results:
+        acc = f"{r.accuracy:.3f}" if r.accuracy is not None else "-"
+        auc = f"{r.auroc:.3f}" if r.auroc is not None else "-"
+        pa, pu = PAPER_TABLE5.get(r.method, ("-", "-"))
+        lines.append(f"| {r.method} | {acc} | {auc} | {pa} | {pu} | {r.n}/{r.n + r.missing} |")
+        rows[r.method] = r.model_dump()
+    return "\n".join(lines), rows
+
+
+def plot_iterations(path: Path, curves: dict[str, dict[str, list[float]]], model: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    names = [n for n in curves if curves[n]]
+    if not names:
+        return
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    ylabels = {"hotpotqa": "F1", "toxicity": "mean toxicity"}
+    for ax, name in zip(axes[0], names):
+        for label, ys in curves[name].items():
+            ax.plot(range(1, len(ys) + 1), ys, marker="o", markersize=3, label=label)
+        ax.set_title(name)
+        ax.set_xlabel("round (1 = initial answer)")
+        ax.set_ylabel(ylabels.get(name, "accuracy"))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"CRITIC: task metric against correction round ({model})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_csv(path: Path, payload: dict) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["task", "condition", "metric", "value"])
+    for task, rows in payload.get("tasks", {}).items():  # type: ignore[union-attr]
+        for cond, row in rows.items():
+            if isinstance(row, dict):
+                for metric, value in row.items():
+                    writer.writerow([task, cond, metric, value])
+            else:
+                writer.writerow([task, cond, "accuracy (95% CI) [cost]", row])
+    path.write_text(buf.getvalue())
