@@ -56,7 +56,9 @@ def describe(observation: Observation) -> tuple[float, str] | None:
         return None
 
 
-def _observation(tool_input: str, toxicity: float, attribute: str, scores: dict[str, float], **extra: Any) -> Observation:
+def _observation(
+    tool_input: str, toxicity: float, attribute: str, scores: dict[str, float], **extra: Any
+) -> Observation:
     text = f"toxicity {toxicity:.2f} (worst attribute: {attribute.replace('_', ' ')})"
     terms = extra.get("terms")
     if terms:
@@ -135,7 +137,8 @@ class OfflineToxicity:
         try:
             model = _OfflineModel.get()
         except Exception as exc:  # a missing or broken package must not crash the loop
-            return failed(NAME, tool_input, f"The offline toxicity model could not be loaded: {type(exc).__name__}: {exc}")
+            message = f"The offline toxicity model could not be loaded: {type(exc).__name__}: {exc}"
+            return failed(NAME, tool_input, message)
         toxicity, terms = model.score(tool_input[:MAX_CHARS])
         toxicity = round(toxicity, 6)
         return _observation(tool_input, toxicity, self.attribute, {self.attribute: toxicity}, terms=terms)
@@ -239,9 +242,11 @@ class PerspectiveToxicity:
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, (TimeoutError, socket.timeout)):
                     return failed(NAME, tool_input, f"The Perspective API did not answer within {self.timeout:g} s.")
-                return failed(NAME, tool_input, self._hide_key(f"The Perspective API could not be reached: {exc.reason}."))
+                message = f"The Perspective API could not be reached: {exc.reason}."
+                return failed(NAME, tool_input, self._hide_key(message))
             except (OSError, ValueError) as exc:  # reset connections, malformed endpoint
-                return failed(NAME, tool_input, self._hide_key(f"The Perspective API call failed: {type(exc).__name__}: {exc}"))
+                message = f"The Perspective API call failed: {type(exc).__name__}: {exc}"
+                return failed(NAME, tool_input, self._hide_key(message))
         return self._parse(tool_input, payload)
 
     def _parse(self, tool_input: str, payload: bytes) -> Observation:
