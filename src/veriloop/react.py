@@ -24,7 +24,7 @@ from .tools.base import Observation
 
 OBSERVATION = "Observation:"
 _ACTION = re.compile(r"^\s*\**Action\**\s*:\s*(?P<name>[^\n]*)$", re.IGNORECASE | re.MULTILINE)
-_INPUT = re.compile(r"^\s*\**Action Input\**\s*:[ \t]*", re.IGNORECASE | re.MULTILINE)
+_INPUT = re.compile(r"^\s*\**Action Input\**\s*:\**[ \t]*", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\n(.*?)\n?```\s*$", re.DOTALL)
 # Names models use for "I have finished with tools".
 _FINISH = {"finish", "none", "no action", "done", "answer", "final answer", "stop", "n/a", ""}

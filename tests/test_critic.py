@@ -1,0 +1,353 @@
+"""CRITIC's loop, its ReAct protocol, its verdicts, the hallucination-detection measures
+and the agent.
+
+Control-flow tests drive the loop with a scripted model (the replies are the test's
+input; every other part — the QA domain, BM25 search over a real corpus, the toolbox,
+the episode records — is the real one). Model-backed runs are in test_critic_e2e.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veriloop.agent import ask
+from veriloop.domains import get_domain
+from veriloop.episode import Episode
+from veriloop.experiment.records import Trajectory
+from veriloop.models.base import Completion, GenParams, TokenLogprob
+from veriloop.react import OBSERVATION, parse_action
+from veriloop.strategies import parse_strategy
+from veriloop.studies.hallucination import auroc, four_option_confidence, option_probabilities
+from veriloop.tools.base import Observation, ToolCache, Toolbox
+from veriloop.tools.search import make_search_tool
+from veriloop.verifiers.critic import parse_verdict
+
+
+class ScriptedModel:
+    """Replies from a list, in call order; records what it was asked."""
+
+    backend = "scripted"
+    identity = "scripted"
+    name = "scripted"
+    preferred_concurrency = 1
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.asked: list[tuple[list[dict[str, str]], GenParams]] = []
+
+    async def generate(self, messages, params):
+        out = []
+        for _ in range(params.n):
+            self.asked.append((messages, params))
+            if not self.replies:
+                raise AssertionError(f"the loop made more calls than scripted; last prompt: {messages[-1]['content'][-300:]}")
+            text = self.replies.pop(0)
+            out.append(Completion(text=text, finish_reason="stop", prompt_tokens=10, completion_tokens=5))
+        return out
+
+    async def aclose(self) -> None:
+        pass
+
+
+CORPUS = [
+    {"title": "Paris", "text": "Paris is the capital and most populous city of France."},
+    {"title": "Lyon", "text": "Lyon is the third-largest city of France, on the Rhone."},
+    {"title": "Berlin", "text": "Berlin is the capital and largest city of Germany."},
+]
+
+
+@pytest.fixture()
+def toolbox(tmp_path, monkeypatch) -> Toolbox:
+    monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
+    return Toolbox([make_search_tool(corpus=corpus)], cache=ToolCache(tmp_path / "tools.sqlite"))
+
+
+def run_strategy(spec: str, replies: list[str], toolbox: Toolbox | None, reference: str = "Paris"):
+    domain = get_domain("hotpotqa")
+    instance = domain.parse_instance({"question": "What is the capital of France?", "reference": reference})
+    model = ScriptedModel(replies)
+    t = Trajectory(strategy=spec, domain=domain.name, model="scripted", instance_id=instance.id, seed=0)
+    episode = Episode(model=model, domain=domain, instance=instance, seed=0, trajectory=t, tools=toolbox)
+    asyncio.run(parse_strategy(spec).run(episode))
+    return t, model
+
+
+ANSWER_LYON = "France's capital is Lyon.\nSo the answer is: Lyon"
+ANSWER_PARIS = "The capital of France is Paris.\nSo the answer is: Paris"
+
+
+class TestCriticLoop:
+    def test_critic_that_accepts_stops_after_one_round_with_its_search_recorded(self, toolbox):
+        t, model = run_strategy(
+            "critic",
+            [ANSWER_PARIS, "Action: search\nAction Input: capital of France", "The evidence agrees.\nVerdict: correct"],
+            toolbox,
+        )
+        assert t.stop_reason == "critic_accepted" and t.correct and len(t.rounds) == 1
+        assert [c.tool for c in t.tool_calls] == ["search"]
+        assert "[Paris]" in t.tool_calls[0].text
+        # The observation went back to the model as a user turn, and the model was cut
+        # at "Observation:" so it could not write the evidence itself.
+        messages, params = model.asked[2]
+        assert messages[-1]["role"] == "user" and messages[-1]["content"].startswith(OBSERVATION)
+        assert OBSERVATION in model.asked[1][1].stop
+
+    def test_rejected_answer_is_corrected_with_the_critique_and_verified_again(self, toolbox):
+        t, model = run_strategy(
+            "critic",
+            [
+                ANSWER_LYON,
+                "Action: search\nAction Input: capital of France",
+                "The evidence says Paris is the capital.\nVerdict: incorrect",
+                ANSWER_PARIS,
+                "Verdict: correct",
+            ],
+            toolbox,
+        )
+        assert t.stop_reason == "critic_accepted" and t.correct
+        assert [r.answer for r in t.rounds] == ["Lyon", "Paris"]
+        correction_prompt = model.asked[3][0][-1]["content"]
+        assert "Paris is the capital" in correction_prompt and "[Paris]" in correction_prompt
+        assert [c.role for c in t.calls] == ["generate", "verify", "verify", "correct", "verify"]
+
+    def test_unchanged_answer_stops_the_loop(self, toolbox):
+        t, _ = run_strategy(
+            "critic",
+            [ANSWER_LYON, "Verdict: incorrect", "I still think so.\nSo the answer is: Lyon"],
+            toolbox,
+        )
+        assert t.stop_reason == "unchanged" and not t.correct and len(t.rounds) == 2
+
+    def test_max_corrections_bounds_the_rounds(self, toolbox):
+        answers = ["So the answer is: Lyon", "So the answer is: Nice", "So the answer is: Lille"]
+        replies = [answers[0], "Verdict: incorrect", answers[1], "Verdict: incorrect", answers[2], "Verdict: incorrect"]
+        t, model = run_strategy("critic:max_corrections=2", replies, toolbox)
+        assert t.stop_reason == "max_rounds" and len(t.rounds) == 3 and not model.replies
+
+    def test_oracle_stops_on_a_right_answer_without_asking_the_critic(self, toolbox):
+        t, model = run_strategy("critic:oracle=true", [ANSWER_PARIS], toolbox)
+        assert t.stop_reason == "oracle_correct" and len(model.asked) == 1
+
+    def test_oracle_ignores_a_critic_that_wrongly_accepts(self, toolbox):
+        t, _ = run_strategy(
+            "critic:oracle=true", [ANSWER_LYON, "Verdict: correct", ANSWER_PARIS], toolbox
+        )
+        assert t.stop_reason == "oracle_correct" and t.correct and len(t.rounds) == 2
+
+    def test_tool_budget_is_enforced_then_the_critic_must_conclude(self, toolbox):
+        asks = [f"Action: search\nAction Input: query {i}" for i in range(3)]
+        t, model = run_strategy(
+            "critic:max_interactions=3,max_corrections=0", [ANSWER_PARIS, *asks, "Verdict: correct"], toolbox
+        )
+        assert len(t.tool_calls) == 3
+        last_prompt = model.asked[-1][0][-1]["content"]
+        assert "used all your tool calls" in last_prompt
+        assert t.stop_reason == "critic_accepted"
+
+    def test_unknown_tool_is_reported_back_and_the_run_goes_on(self, toolbox):
+        t, model = run_strategy(
+            "critic:max_corrections=0",
+            [ANSWER_PARIS, "Action: wikipedia\nAction Input: France", "Verdict: correct"],
+            toolbox,
+        )
+        assert not t.tool_calls[0].ok
+        assert "no tool called 'wikipedia'" in model.asked[-1][0][-1]["content"]
+        assert "search" in model.asked[-1][0][-1]["content"]
+
+    def test_without_tools_nothing_runs_and_the_model_writes_its_own_evidence(self, toolbox):
+        t, model = run_strategy(
+            "critic:tools=false,max_corrections=0",
+            [ANSWER_PARIS, "Action: search\nAction Input: France\nObservation: Paris is the capital.\nVerdict: correct"],
+            toolbox,
+        )
+        assert t.tool_calls == [] and t.stop_reason == "critic_accepted"
+        assert "You have no tools" in model.asked[1][0][-1]["content"]
+        assert OBSERVATION not in model.asked[1][1].stop
+
+    def test_unreadable_critique_is_not_an_acceptance(self, toolbox):
+        t, _ = run_strategy("critic:max_corrections=0", [ANSWER_LYON, "Hmm, hard to say."], toolbox)
+        assert t.stop_reason == "max_rounds" and t.rounds[0].verdict.unreadable
+
+    def test_react_answers_after_searching(self, toolbox):
+        t, _ = run_strategy(
+            "react", ["Action: search\nAction Input: capital of France", "So the answer is: Paris"], toolbox
+        )
+        assert t.correct and t.stop_reason == "answered" and len(t.tool_calls) == 1
+
+    def test_react_then_critic(self, toolbox):
+        t, _ = run_strategy(
+            "critic:init=react",
+            ["Action: search\nAction Input: capital of France", "So the answer is: Paris", "Verdict: correct"],
+            toolbox,
+        )
+        assert t.correct and t.stop_reason == "critic_accepted"
+
+    def test_rejection_sampling_keeps_the_best_by_f1(self, toolbox):
+        samples = ["So the answer is: Lyon", "So the answer is: Paris, France", "So the answer is: Paris"]
+        t, _ = run_strategy("rejection-sampling:n=3", samples, toolbox)
+        assert t.final_answer == "Paris" and t.stop_reason == "best_of_n"
+
+    def test_a_domain_without_critic_support_is_a_clear_error(self):
+        from veriloop.errors import VeriloopError
+
+        domain = get_domain("game24")
+        instance = domain.parse_instance({"instance": "1 1 4 6"})
+        t = Trajectory(strategy="critic", domain="game24", model="m", instance_id=instance.id, seed=0)
+        episode = Episode(model=ScriptedModel([]), domain=domain, instance=instance, seed=0, trajectory=t)
+        with pytest.raises(VeriloopError, match="does not support CRITIC"):
+            asyncio.run(parse_strategy("critic").run(episode))
+
+
+class FlakyTool:
+    name = "flaky"
+    description = "raises or hangs"
+    deterministic = True
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def identity(self) -> str:
+        return self.mode
+
+    def run(self, tool_input: str) -> Observation:
+        if self.mode == "raise":
+            raise RuntimeError("disk on fire")
+        import time
+
+        time.sleep(5)
+        return Observation(tool=self.name, input=tool_input, text="late")
+
+
+class TestToolbox:
+    def test_a_tool_that_raises_becomes_a_failed_observation(self):
+        obs = asyncio.run(Toolbox([FlakyTool("raise")]).call("flaky", "x"))
+        assert not obs.ok and "disk on fire" in obs.text
+
+    def test_a_tool_that_hangs_times_out_as_an_observation(self):
+        obs = asyncio.run(Toolbox([FlakyTool("hang")], timeout=0.2).call("flaky", "x"))
+        assert not obs.ok and "did not answer" in obs.text
+
+    def test_results_are_cached_and_failures_are_not(self, toolbox, tmp_path):
+        first = asyncio.run(toolbox.call("search", "capital of Germany"))
+        again = asyncio.run(toolbox.call("search", "capital of Germany"))
+        assert first.ok and not first.cached and again.cached and again.text == first.text
+        box = Toolbox([FlakyTool("raise")], cache=ToolCache(tmp_path / "t.sqlite"))
+        asyncio.run(box.call("flaky", "x"))
+        assert not asyncio.run(box.call("flaky", "x")).cached
+
+
+class TestParsing:
+    @pytest.mark.parametrize(
+        "reply, tool, tool_input",
+        [
+            ("Action: search\nAction Input: Eiffel Tower height", "search", "Eiffel Tower height"),
+            ("I should check.\n**Action:** Search\n**Action Input:** \"Lyon\"\nThen I'll see.", "search", "Lyon"),
+            ("Action: python\nAction Input:\n```python\nx = 2\nanswer = x * 3\n```", "python", "x = 2\nanswer = x * 3"),
+            ("Action: calculator\nAction Input: 2+2\nObservation: 4", "calculator", "2+2"),
+        ],
+    )
+    def test_actions(self, reply, tool, tool_input):
+        action = parse_action(reply)
+        assert action is not None and (action.tool, action.input) == (tool, tool_input)
+
+    @pytest.mark.parametrize("reply", ["Verdict: correct", "Action: none", "Action: Finish\nAction Input: x", "no tools here"])
+    def test_no_action(self, reply):
+        assert parse_action(reply) is None
+
+    @pytest.mark.parametrize(
+        "text, ok",
+        [
+            ("blah\nVerdict: correct", True),
+            ("Verdict: incorrect", False),
+            ("**Verdict:** Incorrect.", False),
+            ("Verdict: correct ... wait.\nVerdict: wrong", False),
+            ("The verdict is correct", True),
+            ("nothing", None),
+        ],
+    )
+    def test_verdicts(self, text, ok):
+        assert parse_verdict(text) is ok
+
+    @given(st.text(max_size=300))
+    @settings(max_examples=200)
+    def test_any_text_parses_without_error(self, text):
+        parse_action(text)
+        parse_verdict(text)
+
+
+class TestDetectionMeasures:
+    def test_option_probabilities_from_top_logprobs(self):
+        tok = TokenLogprob(token="A", logprob=math.log(0.6), top={"A": math.log(0.6), " B": math.log(0.2), "(C": math.log(0.1), "x": -1})
+        probs = option_probabilities([tok], ("A", "B", "C", "D"))
+        assert probs == pytest.approx({"A": 0.6 / 0.9, "B": 0.2 / 0.9, "C": 0.1 / 0.9})
+
+    def test_option_probabilities_skip_tokens_that_name_no_option(self):
+        lead = TokenLogprob(token="The", logprob=-0.1, top={"The": -0.1, "I": -3})
+        tok = TokenLogprob(token="B", logprob=-0.01, top={"B": -0.01})
+        assert option_probabilities([lead, tok], ("A", "B")) == {"B": 1.0}
+        assert option_probabilities([lead], ("A", "B")) == {}
+
+    def test_four_option_confidence_spans_zero_to_one(self):
+        assert four_option_confidence({"A": 1.0}) == 1.0
+        assert four_option_confidence({"D": 1.0}) == 0.0
+        assert four_option_confidence({"B": 0.5, "C": 0.5}) == pytest.approx(0.5)
+        assert four_option_confidence({}) is None
+
+    def test_auroc_edges(self):
+        assert auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
+        assert auroc([0.1, 0.2, 0.9], [True, True, False]) == 0.0
+        assert auroc([0.5, 0.5], [True, False]) == 0.5
+        assert auroc([0.5, 0.7], [True, True]) is None
+
+    @given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=2, max_size=40))
+    @settings(max_examples=100, deadline=None)  # the first example pays for importing scikit-learn
+    def test_auroc_matches_scikit_learn(self, pairs):
+        from sklearn.metrics import roc_auc_score
+
+        scores, labels = [p[0] for p in pairs], [p[1] for p in pairs]
+        ours = auroc(scores, labels)
+        if len(set(labels)) < 2:
+            assert ours is None
+        else:
+            assert ours == pytest.approx(roc_auc_score(labels, scores))
+
+
+class TestAgent:
+    def test_no_problem_ends_the_loop_after_one_check(self, toolbox):
+        model = ScriptedModel(
+            [
+                "The capital of France is Paris.",
+                "Claim: Paris is the capital of France\nAction: search\nAction Input: capital of France",
+                "No problem.",
+            ]
+        )
+        steps = []
+        result = asyncio.run(ask(model, "What is the capital of France?", toolbox, on_step=steps.append))
+        assert result.answer == "The capital of France is Paris." and result.stop_reason == "no_problem"
+        assert [s.role for s in steps] == ["generator", "verifier", "tool", "critic"]
+        assert steps[1].claim == "Paris is the capital of France"
+        assert "[Paris]" in steps[2].text
+        assert "Today's date is" in model.asked[0][0][0]["content"]
+
+    def test_a_critique_leads_to_a_correction_and_turns_are_bounded(self, toolbox):
+        wrong, check = "It is Lyon.", "Claim: Lyon is the capital\nAction: search\nAction Input: capital of France"
+        model = ScriptedModel([wrong, check, "Wrong: Paris is.", "It is Paris.", check, "Still wrong.", "It is Paris!"])
+        result = asyncio.run(ask(model, "What is the capital of France?", toolbox, max_turns=2))
+        assert result.stop_reason == "max_turns" and result.answer == "It is Paris!"
+        assert len(result.trajectory.tool_calls) == 2 and not model.replies
+
+    def test_history_is_part_of_the_conversation(self, toolbox):
+        model = ScriptedModel(["Berlin.", "Action: none"])
+        result = asyncio.run(ask(model, "And Germany?", toolbox, history=[("Capital of France?", "Paris.")]))
+        assert result.stop_reason == "nothing_to_check"
+        roles = [m["role"] for m in model.asked[0][0]]
+        assert roles == ["system", "user", "assistant", "user"]
