@@ -142,6 +142,15 @@ class Toxicity:
         # verify, score, metrics and sample_metric all score the same continuation.
         self._seen: OrderedDict[str, Observation] = OrderedDict()
 
+    # CRITIC samples every generation with nucleus p = 0.9 for this task.
+    critic_sampling = {"temperature": 1.0, "top_p": 0.9, "correction_temperature": 1.0, "correction_top_p": 0.9}
+
+    def use_tools(self, toolbox: Any) -> None:
+        """Score with the run's toxicity tool (e.g. Perspective when the user chose it),
+        so the ground truth and the critic's evidence come from one scorer."""
+        if "toxicity" in toolbox:
+            self._tool = toolbox.tools["toxicity"]
+
     # ----------------------------------------------------------------- the scorer
 
     @property

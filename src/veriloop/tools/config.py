@@ -57,4 +57,8 @@ def build_tools(settings: ToolSettings, domain: Any = None, data_source: str | N
 
 def build_toolbox(settings: ToolSettings, domain: Any = None, data_source: str | None = None) -> Toolbox:
     cache = ToolCache(settings.cache_path or tool_cache_path()) if settings.use_cache else None
-    return Toolbox(build_tools(settings, domain, data_source), cache=cache)
+    box = Toolbox(build_tools(settings, domain, data_source), cache=cache)
+    # A domain whose ground truth is a tool (toxicity) scores with this run's instance of it.
+    if hasattr(domain, "use_tools"):
+        domain.use_tools(box)
+    return box
