@@ -351,3 +351,23 @@ class TestAgent:
         assert result.stop_reason == "nothing_to_check"
         roles = [m["role"] for m in model.asked[0][0]]
         assert roles == ["system", "user", "assistant", "user"]
+
+
+@pytest.mark.parametrize(
+    "tool, text, expected, ok",
+    [
+        ("calculator", "2^10 + 1/4", "1024.25", True),
+        ("calculator", "1/0", "zero", False),
+        ("python", "answer = sum(range(10))", "45", True),
+        ("python", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)", "Error", False),
+    ],
+)
+def test_tools_run_reads_stdin_and_prints_the_observation(tool, text, expected, ok, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "tools", "run", tool], input=text,
+                          capture_output=True, text=True, env=dict(os.environ, VERILOOP_HOME=str(tmp_path)), timeout=120)
+    assert proc.returncode == (0 if ok else 1), proc.stderr
+    assert expected in proc.stdout

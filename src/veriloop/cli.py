@@ -572,19 +572,6 @@ def models_path(name: Annotated[str, typer.Argument(help="Pack name.")]) -> None
     print(verified_pack_path(name))
 
 
-def main() -> None:
-    try:
-        app()
-    except VeriloopError as exc:
-        # Plain print: rich would wrap a long message over several lines.
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()
-
-
 @tools_app.command("list")
 def tools_list() -> None:
     """Name and description of every tool (what the model is shown)."""
@@ -625,3 +612,16 @@ def tools_run(
     obs = asyncio.run(build_toolbox(settings).call(name, text))
     print(obs.model_dump_json(indent=2) if as_json else obs.text)
     raise typer.Exit(0 if obs.ok else 1)
+
+
+def main() -> None:
+    try:
+        app()
+    except VeriloopError as exc:
+        # Plain print: rich would wrap a long message over several lines.
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
