@@ -1,0 +1,352 @@
+"""Program-of-thought math: GSM8K, MATH-500 and SVAMP.
+
+The model answers with a Python program that stores its result in `answer`; the
+program runs in the sandbox (tools/sandbox.py) and the value it leaves there is the
+answer. Ground truth compares that value with the dataset's reference: numerically
+after rounding for the word-problem sets, with mathcheck.equivalent (numbers, then
+LaTeX through math_verify) for MATH-500. In CRITIC the interpreter's result is the
+evidence the model critiques, so these domains call no tools of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from .. import mathcheck
+from ..errors import DataFileError, VeriloopError
+from ..tools.sandbox import ExecResult, SandboxLimits, program_from_text, run_python
+from .base import Instance, Message, Verdict, VerdictError, shown_errors
+
+CACHE_SIZE = 1024
+
+_SYSTEM = "You solve math problems by writing short, correct Python programs."
+
+_FORMAT = (
+    "Reply with the program only, in one ```python code block. The program must store the final "
+    "result in a variable named `answer`."
+)
+
+_REASK = "Please write a corrected program: the whole program in one ```python block, with the final result in `answer`."
+
+
+class _ProgramOfThought:
+    """What the three datasets share; subclasses say how files look and how answers
+    are compared."""
+
+    name: str
+    description: str
+    answer_tokens: int = 400
+    critic_tools: tuple[str, ...] = ()
+    max_corrections: int = 4
+    file_format: str  # shown when the file is missing or malformed
+    answer_hint: str  # one sentence on what `answer` should hold
+
+    def __init__(self, limits: SandboxLimits | None = None, allow_unisolated: bool = False) -> None:
+        self.limits = limits or SandboxLimits()
+        self.allow_unisolated = allow_unisolated
+        self._runs: OrderedDict[str, ExecResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ running
+
+    def run_program(self, program: str) -> ExecResult:
+        """The sandbox's result for a program, remembered (LRU) so that extract_answer,
+        verify and score on the same reply run it once."""
+        with self._lock:
+            hit = self._runs.get(program)
+            if hit is not None:
+                self._runs.move_to_end(program)
+                return hit
+        result = run_python(program, self.limits, allow_unisolated=self.allow_unisolated)
+        # A timeout may be the machine's fault rather than the program's: not remembered.
+        if not result.timed_out and not result.refused:
+            with self._lock:
+                self._runs[program] = result
+                while len(self._runs) > CACHE_SIZE:
+                    self._runs.popitem(last=False)
+        return result
+
+    # ------------------------------------------------------------------ data
+
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        if offset < 0 or (n is not None and n < 0):
+            raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
+        if source is None:
+            raise VeriloopError(f"{self.name} needs a data file (--data PATH): {self.file_format}")
+        instances = self._read(Path(source))
+        end = None if n is None else offset + n
+        return instances[offset:end]
+
+    def _read(self, path: Path) -> list[Instance]:
+        raise NotImplementedError
+
+    def parse_instance(self, raw: Any) -> Instance:
+        """{"question": "..."} (or "problem", or the whole line as text), with an
+        optional "reference" answer to score against."""
+        if isinstance(raw, dict) and "instance" in raw:
+            raw = raw["instance"] if isinstance(raw["instance"], (str, dict)) else raw
+        reference = None
+        if isinstance(raw, dict):
+            question = raw.get("question") or raw.get("problem")
+            if question is None and ("Body" in raw or "Question" in raw):
+                question = _svamp_question(raw)
+            reference = raw.get("reference")
+        else:
+            question = raw
+        if not isinstance(question, str) or not question.strip():
+            raise VeriloopError(
+                f'a {self.name} instance is a problem text, like {{"question": "Tom has 3 apples..."}}; got {raw!r}'
+            )
+        digest = hashlib.sha256(question.encode()).hexdigest()[:10]
+        return Instance(
+            id=f"{self.name}-{digest}",
+            data={"question": question.strip()},
+            reference=None if reference is None else str(reference),
+        )
+
+    # ------------------------------------------------------------------ prompts
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        user = (
+            "Write a Python program that solves the problem below. "
+            f"{self.answer_hint}\n{_FORMAT}\n\nProblem: {instance.data['question']}"
+        )
+        return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+
+    def judge_task(self, instance: Instance) -> str:
+        return (
+            f"Math problem: {instance.data['question']}\n"
+            "A correct reply is a Python program whose variable `answer` ends up holding the problem's final result."
+        )
+
+    # ------------------------------------------------------------------ answers
+
+    def matches(self, predicted: str | None, reference: str | None) -> bool:
+        raise NotImplementedError
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        program = program_from_text(text)
+        if not program.strip():
+            return None
+        return self.run_program(program).answer
+
+    def canonical(self, instance: Instance, answer: str | None) -> str | None:
+        return mathcheck.canonical_answer(answer)
+
+    def verify(self, instance: Instance, text: str) -> Verdict:
+        """Ground truth on a reply: the program must run, set `answer`, and match the
+        reference. Without a reference only the run itself is checked."""
+        program = program_from_text(text)
+        if not program.strip():
+            return Verdict(
+                ok=False,
+                malformed=True,
+                errors=[VerdictError(kind="malformed", message="the reply contains no program; " + _FORMAT)],
+            )
+        result = self.run_program(program)
+        if result.error is not None:
+            syntax = result.error.startswith(("SyntaxError", "IndentationError", "TabError"))
+            return Verdict(
+                ok=False,
+                malformed=syntax,
+                errors=[VerdictError(kind="program_error", message=f"the program failed: {result.error}")],
+            )
+        if instance.reference is None:
+            return Verdict(ok=True)
+        if not self.matches(result.answer, instance.reference):
+            return Verdict(
+                ok=False,
+                errors=[
+                    VerdictError(
+                        kind="wrong_answer",
+                        message=f"the program's answer {result.answer} is not the expected result",
+                        where=result.answer,
+                    )
+                ],
+            )
+        return Verdict(ok=True)
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        if text is None or instance.reference is None:
+            return False
+        return self.matches(self.extract_answer(instance, text), instance.reference)
+
+    def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
+        shown = shown_errors(verdict, level)
+        if not shown:
+            return f"That program does not give the correct result. {_REASK}"
+        if level == "first":
+            return f"That program does not give the correct result: {shown[0].message}.\n{_REASK}"
+        problems = "\n".join(f"- {e.message}" for e in shown)
+        return f"That program does not give the correct result:\n{problems}\n{_REASK}"
+
+    # ------------------------------------------------------------------ CRITIC
+
+    def evidence(self, instance: Instance, text: str) -> list[tuple[str, str]]:
+        return [("python", program_from_text(text))]
+
+    def verify_instructions(self, instance: Instance) -> str:
+        return (
+            "Look at the program and the result of running it. First, is the result plausible as an "
+            "answer to the question (its size, its sign, a whole number where the question counts "
+            "things, the unit the question asks for)? Then go through the code line by line: does "
+            "each step use the right quantities from the question and the right operation? Say "
+            "exactly what is wrong, or that the program is correct."
+        )
+
+    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
+        return None
+
+    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
+        return None
+
+    def correction_request(self, instance: Instance) -> str:
+        return (
+            "Write a corrected program for the problem: the whole program in one ```python block, "
+            "storing the final result in a variable named `answer`."
+        )
+
+    def metrics(self, instance: Instance, text: str | None) -> dict[str, float]:
+        return {"accuracy": float(self.score(instance, text))}
+
+    def sample_metric(self, instance: Instance, text: str) -> float:
+        return float(self.score(instance, text))
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _json_lines(path: Path, hint: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; DataFileError naming the line."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    raise DataFileError(f"{path}, line {number}: not valid JSON ({exc.msg}); {hint}") from None
+                if not isinstance(item, dict):
+                    raise DataFileError(f"{path}, line {number}: expected a JSON object; {hint}")
+                rows.append((number, item))
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: file not found; {hint}") from None
+    except IsADirectoryError:
+        raise DataFileError(f"{path}: is a folder, not a file; {hint}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
+    return rows
+
+
+def _text_field(path: Path, where: str, item: dict[str, Any], key: str, hint: str) -> str:
+    value = item.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFileError(f"{path}, {where}: missing or empty field {key!r}; {hint}")
+    return value
+
+
+def _svamp_question(item: dict[str, Any]) -> str:
+    body = str(item.get("Body", "")).strip()
+    question = str(item.get("Question", "")).strip()
+    if body and not body.endswith((".", "?", "!")):
+        body += "."
+    return f"{body} {question}".strip()
+
+
+class GSM8K(_ProgramOfThought):
+    name = "gsm8k"
+    description = "Grade-school math word problems (GSM8K), solved by writing a Python program."
+    file_format = 'JSONL with "question" and "answer", the answer ending in "#### <number>" (GSM8K test.jsonl)'
+    answer_hint = "`answer` must be a number."
+
+    def _read(self, path: Path) -> list[Instance]:
+        out = []
+        for number, item in _json_lines(path, "expected " + self.file_format):
+            where = f"line {number}"
+            question = _text_field(path, where, item, "question", "expected " + self.file_format)
+            solution = _text_field(path, where, item, "answer", "expected " + self.file_format)
+            if "####" not in solution:
+                raise DataFileError(f'{path}, {where}: the answer has no "#### <number>" final line; expected {self.file_format}')
+            final = solution.rsplit("####", 1)[1].strip()
+            out.append(Instance(id=f"gsm8k-{number}", data={"question": question.strip()}, reference=final))
+        return out
+
+    def matches(self, predicted: str | None, reference: str | None) -> bool:
+        return mathcheck.numbers_match(predicted, reference)
+
+
+class SVAMP(_ProgramOfThought):
+    name = "svamp"
+    description = "Arithmetic word problems with varied structure (SVAMP), solved by writing a Python program."
+    file_format = 'a JSON list or JSONL of objects with "Body", "Question" and "Answer" (the SVAMP format)'
+    answer_hint = "`answer` must be a number."
+
+    def _read(self, path: Path) -> list[Instance]:
+        hint = "expected " + self.file_format
+        try:
+            head = path.read_text(encoding="utf-8").lstrip()[:1]
+        except FileNotFoundError:
+            raise DataFileError(f"{path}: file not found; {hint}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
+        rows: list[tuple[str, dict[str, Any]]]
+        if head == "[":
+            try:
+                items = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise DataFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); {hint}") from None
+            rows = []
+            for i, item in enumerate(items, start=1):
+                if not isinstance(item, dict):
+                    raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
+                rows.append((f"item {i}", item))
+        else:
+            rows = [(f"line {n}", item) for n, item in _json_lines(path, hint)]
+        out = []
+        for i, (where, item) in enumerate(rows, start=1):
+            for key in ("Body", "Question"):
+                _text_field(path, where, item, key, hint)
+            answer = item.get("Answer")
+            if isinstance(answer, bool) or not isinstance(answer, (int, float, str)) or mathcheck.parse_number(str(answer)) is None:
+                raise DataFileError(f"{path}, {where}: field 'Answer' must be a number, got {answer!r}; {hint}")
+            ident = str(item.get("ID") or i)
+            out.append(Instance(id=f"svamp-{ident}", data={"question": _svamp_question(item)}, reference=str(answer)))
+        return out
+
+    def matches(self, predicted: str | None, reference: str | None) -> bool:
+        return mathcheck.numbers_match(predicted, reference)
+
+
+class Math500(_ProgramOfThought):
+    name = "math500"
+    description = "Competition mathematics (MATH-500), solved by writing a Python program."
+    file_format = 'JSONL with "problem" and "answer" (LaTeX), like MATH-500 test.jsonl'
+    answer_hint = (
+        "If the result is not a plain number, keep it exact with sympy (fractions, square roots, pi) "
+        "or give it as a LaTeX string."
+    )
+
+    def _read(self, path: Path) -> list[Instance]:
+        hint = "expected " + self.file_format
+        out = []
+        for number, item in _json_lines(path, hint):
+            where = f"line {number}"
+            problem = _text_field(path, where, item, "problem", hint)
+            answer = _text_field(path, where, item, "answer", hint)
+            extra = {k: item[k] for k in ("subject", "level", "unique_id") if k in item}
+            out.append(Instance(id=f"math500-{number}", data={"question": problem.strip(), **extra}, reference=answer))
+        return out
+
+    def matches(self, predicted: str | None, reference: str | None) -> bool:
+        return mathcheck.equivalent(predicted, reference)
