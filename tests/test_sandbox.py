@@ -84,6 +84,11 @@ def test_runtime_error_is_the_last_traceback_line() -> None:
     assert result.answer is None
 
 
+def test_stdin_is_closed() -> None:
+    result = run_python("answer = input()")
+    assert result.error == "EOFError: EOF when reading a line"
+
+
 def test_missing_answer_is_reported() -> None:
     result = run_python("print(41 + 1)")
     assert result.stdout == "42\n"

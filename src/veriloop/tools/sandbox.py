@@ -603,6 +603,8 @@ def _interpret(outcome: _Outcome, limits: SandboxLimits, seconds: float) -> Exec
 def describe(result: ExecResult) -> str:
     """CRITIC-style text for the model: the error's last line, or `answer` and what
     was printed."""
+    if result.refused:
+        return f"The python tool {result.error}."
     if result.error is not None:
         text = f"Execution: {result.error}"
     else:
