@@ -43,6 +43,9 @@ class _ProgramOfThought:
     answer_tokens: int = 400
     critic_tools: tuple[str, ...] = ()
     max_corrections: int = 4
+    # CRITIC: greedy first program, then corrections sampled with top-p 0.5 so the loop
+    # does not repeat itself.
+    critic_sampling = {"temperature": 0.0, "top_p": 1.0, "correction_temperature": 1.0, "correction_top_p": 0.5}
     file_format: str  # shown when the file is missing or malformed
     answer_hint: str  # one sentence on what `answer` should hold
 
