@@ -62,11 +62,10 @@ def test_every_condition_runs_and_records_its_tool_calls(task, smollm2, shared_d
 
 
 def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, smollm2_path):
-    home = tmp_path / "home"
     args = ("reproduce", "critic", "--model", "smollm2-135m", "--instances", "1", "--k", "2", "--generations", "2",
-            "--hallucination-samples", "2", "--tasks", "hotpotqa,gsm8k,toxicity,table5",
+            "--hallucination-samples", "2", "--max-corrections", "1", "--tasks", "hotpotqa,gsm8k,toxicity,table5",
             "--data-root", str(shared_data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "calls.sqlite"))
-    proc = veriloop(*args, home=home)
+    proc = veriloop(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = (tmp_path / "out" / "critic.md").read_text()
     for heading in ("Table 1", "Table 2", "Table 3", "Table 5"):
@@ -78,14 +77,14 @@ def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, 
     assert set(payload["iterations"]["hotpotqa"]) == {"CRITIC", "CRITIC*", "CRITIC w/o Tool"}
     assert (tmp_path / "out" / "iterations.png").stat().st_size > 0
     assert (tmp_path / "out" / "critic.csv").read_text().startswith("task,condition,metric,value")
-    again = veriloop(*args, home=home)
+    again = veriloop(*args)
     assert again.returncode == 0 and "0 backend calls" in again.stdout
     assert (tmp_path / "out" / "critic.md").read_text() == md
 
 
 def test_chat_answers_one_question_with_its_steps(tmp_path, smollm2_path):
     proc = veriloop("chat", "--model", "smollm2-135m", "-q", "What is 12 times 12?", "--tools", "calculator,python",
-                    "--max-turns", "2", "--json", "--cache", str(tmp_path / "calls.sqlite"), home=tmp_path / "home")
+                    "--max-turns", "2", "--json", "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     reply = json.loads(proc.stdout)
     assert reply["question"] == "What is 12 times 12?" and reply["answer"]
@@ -98,7 +97,7 @@ def test_chat_reads_questions_until_an_empty_line(tmp_path, smollm2_path):
     import subprocess
     import sys
 
-    env = dict(os.environ, VERILOOP_HOME=str(tmp_path / "home"))
+    env = dict(os.environ)
     proc = subprocess.run(
         [sys.executable, "-m", "veriloop.cli", "chat", "--model", "smollm2-135m", "--tools", "calculator",
          "--max-turns", "1", "--cache", str(tmp_path / "calls.sqlite")],

@@ -146,6 +146,7 @@ async def reproduce_critic(
     toxicity_generations: int = 3,
     hallucination_n: int | None = None,
     hallucination_samples: int = 10,
+    max_corrections: int | None = None,
     tasks: list[str] | None = None,
     extra_files: dict[str, Path] | None = None,
     perplexity: Callable[[list[dict[str, str]], str], object] | None = None,
@@ -156,7 +157,10 @@ async def reproduce_critic(
     selected = set(tasks or [*TASK_NAMES])
     # Table 5 is a study on the QA data, so asking for it alone still loads that task.
     chosen_tasks = [t for t in TASKS if t.domain in selected or (t.kind == "qa" and "table5" in selected)]
-    payload: dict[str, object] = {"model": model.name, "instances": n, "seed": seed, "k": k, "tasks": {}}
+    payload: dict[str, object] = {
+        "model": model.name, "instances": n, "seed": seed, "k": k, "max_corrections": max_corrections or "task default",
+        "tasks": {},
+    }
     md: list[str] = [f"# CRITIC reproduction ({model.name})", ""]
     curves: dict[str, dict[str, list[float]]] = {}
     math_rows: dict[str, dict[str, str]] = {}
@@ -170,7 +174,7 @@ async def reproduce_critic(
         toolbox = tools(domain, where)
         by_id = {i.id: i for i in instances}
         conditions = {"qa": QA_CONDITIONS, "math": MATH_CONDITIONS, "toxicity": TOXICITY_CONDITIONS}[task.kind]
-        specs = [(label, parse_strategy(spec.format(k=k))) for label, spec in conditions]
+        specs = [(label, parse_strategy(spec.format(k=k), {"max_corrections": max_corrections})) for label, spec in conditions]
         seeds = range(seed, seed + (toxicity_generations if task.kind == "toxicity" else 1))
         run_only_table5 = task.domain not in selected
         trajectories: list[Trajectory] = []
