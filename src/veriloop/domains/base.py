@@ -122,6 +122,19 @@ class SoundlyScored:
         return text is not None and self.verify(instance, text).ok  # type: ignore[attr-defined]
 
 
+class ModelCritiqued:
+    """For CRITIC tasks whose tools only gather evidence (math's interpreter, QA's
+    search): the model writes every critique, since no tool result is a critique by
+    itself, and no threshold stops the loop, since no tool gives a score to hold one
+    against (the critic's verdict, an unchanged answer or the correction limit do)."""
+
+    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
+        return None
+
+    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
+        return None
+
+
 @runtime_checkable
 class SupportsStudies(Protocol):
     """What the verification and critique studies (self-verification paper, Tables 2,

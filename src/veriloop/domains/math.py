@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import mathcheck
+from ..datafiles import json_objects
 from ..errors import DataFileError, VeriloopError
 from ..tools.sandbox import ExecResult, SandboxLimits, program_from_text, run_python
-from .base import Instance, Message, Verdict, VerdictError, shown_errors
+from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
 
 CACHE_SIZE = 1024
 
@@ -34,7 +35,7 @@ _FORMAT = (
 _REASK = "Please write a corrected program: the whole program in one ```python block, with the final result in `answer`."
 
 
-class _ProgramOfThought:
+class _ProgramOfThought(ModelCritiqued):
     """What the three datasets share; subclasses say how files look and how answers
     are compared."""
 
@@ -202,12 +203,6 @@ class _ProgramOfThought:
             "exactly what is wrong, or that the program is correct."
         )
 
-    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
-        return None
-
-    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
-        return None
-
     def correction_request(self, instance: Instance) -> str:
         return (
             "Write a corrected program for the problem: the whole program in one ```python block, "
@@ -222,31 +217,6 @@ class _ProgramOfThought:
 
 
 # --------------------------------------------------------------------------- files
-
-
-def _json_lines(path: Path, hint: str) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; DataFileError naming the line."""
-    rows: list[tuple[int, dict[str, Any]]] = []
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                except ValueError as exc:
-                    raise DataFileError(f"{path}, line {number}: not valid JSON ({exc.msg}); {hint}") from None
-                if not isinstance(item, dict):
-                    raise DataFileError(f"{path}, line {number}: expected a JSON object; {hint}")
-                rows.append((number, item))
-    except FileNotFoundError:
-        raise DataFileError(f"{path}: file not found; {hint}") from None
-    except IsADirectoryError:
-        raise DataFileError(f"{path}: is a folder, not a file; {hint}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
-    return rows
 
 
 def _text_field(path: Path, where: str, item: dict[str, Any], key: str, hint: str) -> str:
@@ -274,7 +244,7 @@ class GSM8K(_ProgramOfThought):
 
     def _read(self, path: Path) -> list[Instance]:
         out = []
-        for number, item in _json_lines(path, "expected " + self.file_format):
+        for number, item in json_objects(path, "expected " + self.file_format):
             where = f"line {number}"
             question = _text_field(path, where, item, "question", "expected " + self.file_format)
             solution = _text_field(path, where, item, "answer", "expected " + self.file_format)
@@ -315,7 +285,7 @@ class SVAMP(_ProgramOfThought):
                     raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
                 rows.append((f"item {i}", item))
         else:
-            rows = [(f"line {n}", item) for n, item in _json_lines(path, hint)]
+            rows = [(f"line {n}", item) for n, item in json_objects(path, hint)]
         out = []
         for i, (where, item) in enumerate(rows, start=1):
             for key in ("Body", "Question"):
@@ -343,7 +313,7 @@ class Math500(_ProgramOfThought):
     def _read(self, path: Path) -> list[Instance]:
         hint = "expected " + self.file_format
         out = []
-        for number, item in _json_lines(path, hint):
+        for number, item in json_objects(path, hint):
             where = f"line {number}"
             problem = _text_field(path, where, item, "problem", hint)
             answer = _text_field(path, where, item, "answer", hint)

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import paths
 from ..errors import DataFileError, VeriloopError
-from .base import Instance, Message, Verdict, VerdictError, shown_errors
+from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
 
 DATA_HINT = "pass the HotpotQA file, e.g. ../shared/data/hotpotqa/hotpot_dev_distractor_100.json"
 ANSWER_LINE = "So the answer is:"
@@ -203,7 +203,7 @@ _FORMAT = (
 )
 
 
-class HotpotQA:
+class HotpotQA(ModelCritiqued):
     name = "hotpotqa"
     description = "HotpotQA multi-hop questions; exact match and F1 against the gold answer"
     answer_tokens = 256
@@ -353,12 +353,6 @@ class HotpotQA:
             "Quote the evidence you rely on. Do not trust the reasoning just because it sounds "
             "confident."
         )
-
-    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
-        return None
-
-    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
-        return None
 
     def correction_request(self, instance: Instance) -> str:
         return (

@@ -13,7 +13,6 @@ per prompt: expected maximum toxicity, toxicity probability, dist-n and perplexi
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import threading
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import json_objects
 from ..errors import DataFileError, VeriloopError
 from ..tools.base import Observation, Tool
 from .base import Instance, Message, Verdict, VerdictError, shown_errors
@@ -392,41 +392,25 @@ _POINT_AT = "point the toxicity domain at a RealToxicityPrompts JSONL file"
 def _read_prompts(path: Path) -> list[Instance]:
     hint = 'each line must be a JSON object like {"prompt": {"text": "...", "toxicity": 0.1}, ...}'
     instances: list[Instance] = []
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataFileError(f"{path}, line {line_no}: not valid JSON ({exc.msg}); {hint}") from None
-                prompt = row.get("prompt") if isinstance(row, dict) else None
-                text = prompt.get("text") if isinstance(prompt, dict) else None
-                if not isinstance(text, str) or not text.strip():
-                    raise DataFileError(f"{path}, line {line_no}: no prompt text; {hint}")
-                raw_toxicity = prompt.get("toxicity")
-                toxicity = _number_or_none(raw_toxicity)
-                if raw_toxicity is not None and (toxicity is None or not 0.0 <= toxicity <= 1.0):
-                    raise DataFileError(
-                        f"{path}, line {line_no}: prompt toxicity {raw_toxicity!r} is not a number from 0 to 1"
-                    )
-                instances.append(
-                    Instance(
-                        id=f"rtp-{line_no}",
-                        data={
-                            "prompt": text,
-                            "prompt_toxicity": toxicity,
-                            "challenging": bool(row.get("challenging", False)),
-                        },
-                    )
-                )
-    except FileNotFoundError:
-        raise DataFileError(f"{path}: file not found; {_POINT_AT}") from None
-    except UnicodeDecodeError as exc:
-        raise DataFileError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except IsADirectoryError:
-        raise DataFileError(f"{path}: is a folder; {_POINT_AT}") from None
+    for line_no, row in json_objects(path, hint, file_hint=_POINT_AT, not_object=f"no prompt text; {hint}"):
+        prompt = row.get("prompt")
+        text = prompt.get("text") if isinstance(prompt, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise DataFileError(f"{path}, line {line_no}: no prompt text; {hint}")
+        raw_toxicity = prompt.get("toxicity")
+        toxicity = _number_or_none(raw_toxicity)
+        if raw_toxicity is not None and (toxicity is None or not 0.0 <= toxicity <= 1.0):
+            raise DataFileError(f"{path}, line {line_no}: prompt toxicity {raw_toxicity!r} is not a number from 0 to 1")
+        instances.append(
+            Instance(
+                id=f"rtp-{line_no}",
+                data={
+                    "prompt": text,
+                    "prompt_toxicity": toxicity,
+                    "challenging": bool(row.get("challenging", False)),
+                },
+            )
+        )
     return instances
 
 

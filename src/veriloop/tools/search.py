@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..datafiles import json_objects
 from ..errors import DataFileError, VeriloopError
 from .base import Observation, failed
 
@@ -118,26 +119,15 @@ class Document:
 
 
 def _read_jsonl(path: Path) -> list[Document]:
+    needs_text = 'needs a string "text" field, like {"title": "Ed Wood", "text": "Edward Davis Wood Jr. was ..."}'
     docs: list[Document] = []
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataFileError(f"{path}, line {line_no}: not valid JSON ({exc.msg}); each line must be one "
-                                        '{"title": ..., "text": ...} object') from None
-                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                    raise DataFileError(f'{path}, line {line_no}: needs a string "text" field, like '
-                                        '{"title": "Ed Wood", "text": "Edward Davis Wood Jr. was ..."}')
-                title = record.get("title")
-                docs.append(Document(title="" if title is None else str(title), text=record["text"]))
-    except UnicodeDecodeError:
-        raise DataFileError(f"{path}: not UTF-8 text; save the corpus as UTF-8 JSONL") from None
-    except OSError as exc:
-        raise DataFileError(f"{path}: cannot read the corpus ({exc.strerror or exc})") from None
+    for line_no, record in json_objects(
+        path, 'each line must be one {"title": ..., "text": ...} object', not_object=needs_text
+    ):
+        if not isinstance(record.get("text"), str):
+            raise DataFileError(f"{path}, line {line_no}: {needs_text}")
+        title = record.get("title")
+        docs.append(Document(title="" if title is None else str(title), text=record["text"]))
     return docs
 
 

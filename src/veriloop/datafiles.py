@@ -1,0 +1,47 @@
+"""Reading the JSON-lines files that domains and tools take as data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import DataFileError
+
+
+def json_objects(
+    path: Path, hint: str, *, file_hint: str | None = None, not_object: str | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file.
+
+    Every problem is a DataFileError naming the file, and the line where there is one.
+    `hint` ends messages about a line (what a line should look like); `file_hint`, when
+    given, ends those about the file as a whole (which file to give) instead. A line
+    that is JSON but not an object is reported as `not_object` when given, since a
+    caller may word that as a missing field of its own.
+    """
+    file_hint = hint if file_hint is None else file_hint
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    reason = getattr(exc, "msg", str(exc))
+                    raise DataFileError(f"{path}, line {number}: not valid JSON ({reason}); {hint}") from None
+                if not isinstance(item, dict):
+                    problem = f"expected a JSON object; {hint}" if not_object is None else not_object
+                    raise DataFileError(f"{path}, line {number}: {problem}")
+                rows.append((number, item))
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: file not found; {file_hint}") from None
+    except IsADirectoryError:
+        raise DataFileError(f"{path}: is a folder, not a file; {file_hint}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        # The first line only: messages are one line, and decode errors run long.
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise DataFileError(f"{path}: cannot read the file ({reason}); {file_hint}") from None
+    return rows
