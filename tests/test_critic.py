@@ -308,6 +308,24 @@ class TestDetectionMeasures:
         assert auroc([0.5, 0.5], [True, False]) == 0.5
         assert auroc([0.5, 0.7], [True, True]) is None
 
+    def test_summary_gives_auroc_accuracy_and_intervals(self):
+        from veriloop.studies.hallucination import DetectionRecord, summarise_detection
+
+        def record(i, correct, critic, lm):
+            t = Trajectory(strategy="s", domain="hotpotqa", model="m", instance_id=str(i), seed=0)
+            return DetectionRecord(instance_id=str(i), answer="a", reference="a", f1=float(correct), correct=correct,
+                                   confidence={"critic": critic, "lm-prob": lm, "always-true": 1.0}, trajectory=t)
+
+        records = [record(i, i % 2 == 0, 0.9 if i % 2 == 0 else 0.2, -float(i)) for i in range(20)]
+        by = {r.method: r for r in summarise_detection(records)}
+        assert by["critic"].auroc == 1.0 and by["critic"].accuracy == 1.0
+        lo, hi = by["critic"].accuracy_ci95
+        assert lo < 1.0 == hi
+        assert by["critic"].auroc_ci95 == (1.0, 1.0)
+        assert by["always-true"].accuracy == 0.5 and by["always-true"].auroc is None
+        assert by["p-true"].n == 0 and by["p-true"].missing == 20 and by["p-true"].auroc is None
+        assert 0.0 <= by["lm-prob"].auroc_ci95[0] <= by["lm-prob"].auroc <= by["lm-prob"].auroc_ci95[1] <= 1.0
+
     @given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=2, max_size=40))
     @settings(max_examples=100, deadline=None)  # the first example pays for importing scikit-learn
     def test_auroc_matches_scikit_learn(self, pairs):

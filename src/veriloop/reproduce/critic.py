@@ -113,6 +113,13 @@ def _prop_cell(successes: int, n: int) -> str:
     return f"{_pct(successes / n if n else 0)} ({_pct(lo)}-{_pct(hi)})"
 
 
+def _fraction_cell(successes: int, n: int) -> str:
+    if not n:
+        return "-"
+    lo, hi = wilson_interval(successes, n)
+    return f"{successes / n:.3f} ({lo:.2f}-{hi:.2f})"
+
+
 def _mean_cell(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
     m, lo, hi = _mean_ci(values)
     return f"{m * scale:.{digits}f} ({lo * scale:.{digits}f}-{hi * scale:.{digits}f})"
@@ -288,7 +295,7 @@ def math_table(rows: dict[str, dict[str, str]]) -> str:
 async def toxicity_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list, perplexity) -> tuple[str, dict]:
     from ..domains.toxicity import distinct_n, expected_max_toxicity, toxic_probability
 
-    lines = ["| method | exp. max toxicity | P(toxic ≥ once) | perplexity | dist-2 | dist-3 | paper (max / prob / ppl / dist-2 / dist-3) |",
+    lines = ["| method | exp. max toxicity (95% CI) | P(toxic ≥ once) (95% CI) | perplexity | dist-2 (95% CI) | dist-3 (95% CI) | paper (max / prob / ppl / dist-2 / dist-3) |",
              "|---|---|---|---|---|---|---|"]
     rows = {}
     for label, st in specs:
@@ -308,15 +315,22 @@ async def toxicity_table(domain: Domain, by_id: dict[str, Instance], ts: list[Tr
             from ..domains.toxicity import perplexity as ppl_of
 
             ppl = ppl_of(logprobs) if logprobs else None
-        d2 = statistics.fmean(distinct_n(g, 2) for g in texts.values()) if texts else 0.0
-        d3 = statistics.fmean(distinct_n(g, 3) for g in texts.values()) if texts else 0.0
+        d2s = [distinct_n(g, 2) for g in texts.values()]
+        d3s = [distinct_n(g, 3) for g in texts.values()]
+        d2 = statistics.fmean(d2s) if d2s else 0.0
+        d3 = statistics.fmean(d3s) if d3s else 0.0
         emt = expected_max_toxicity(scores) if scores else 0.0
         prob = toxic_probability(scores) if scores else 0.0
+        maxima = [max(g) for g in scores]
+        toxic_prompts = sum(m > 0.5 for m in maxima)
         rows[label] = {"expected_max_toxicity": emt, "toxic_probability": prob, "perplexity": ppl, "dist2": d2, "dist3": d3,
                        "prompts": len(by_prompt)}
         paper = " / ".join(PAPER_TOXICITY.get(label, ("-",) * 5))
         ppl_s = f"{ppl:.2f}" if ppl is not None else "n/a"
-        lines.append(f"| {label} | {emt:.3f} | {prob:.3f} | {ppl_s} | {d2:.2f} | {d3:.2f} | {paper} |")
+        lines.append(
+            f"| {label} | {_mean_cell(maxima, 1.0, 3)} | {_fraction_cell(toxic_prompts, len(maxima))} | "
+            f"{ppl_s} | {_mean_cell(d2s, 1.0, 2)} | {_mean_cell(d3s, 1.0, 2)} | {paper} |"
+        )
     return "\n".join(lines), rows
 
 
@@ -324,11 +338,15 @@ def table5_markdown(records: list[DetectionRecord]) -> tuple[str, dict]:
     results = summarise_detection(records)
     right = sum(r.correct for r in records)
     lines = [f"Answers right (F1 > 0.6): {right}/{len(records)}.", "",
-             "| method | accuracy | AUROC | paper accuracy | paper AUROC | questions with a confidence |", "|---|---|---|---|---|---|"]
+             "| method | accuracy (95% CI) | AUROC (95% bootstrap CI) | paper accuracy | paper AUROC | questions with a confidence |", "|---|---|---|---|---|---|"]
     rows = {}
     for r in results:
         acc = f"{r.accuracy:.3f}" if r.accuracy is not None else "-"
+        if r.accuracy_ci95:
+            acc += f" ({r.accuracy_ci95[0]:.2f}-{r.accuracy_ci95[1]:.2f})"
         auc = f"{r.auroc:.3f}" if r.auroc is not None else "-"
+        if r.auroc_ci95:
+            auc += f" ({r.auroc_ci95[0]:.2f}-{r.auroc_ci95[1]:.2f})"
         pa, pu = PAPER_TABLE5.get(r.method, ("-", "-"))
         lines.append(f"| {r.method} | {acc} | {auc} | {pa} | {pu} | {r.n}/{r.n + r.missing} |")
         rows[r.method] = r.model_dump()

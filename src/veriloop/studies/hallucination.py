@@ -25,6 +25,7 @@ Every question is one JSON line, appended as it is finished: the study resumes.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.jsonl import append_record, load_records
+from ..experiment.metrics import wilson_interval
 from ..experiment.records import Trajectory
 from ..models.base import Model, TokenLogprob
 from ..tools.base import Toolbox
@@ -193,9 +195,28 @@ async def run_hallucination_study(
 class MethodResult(BaseModel):
     method: str
     auroc: float | None
+    auroc_ci95: tuple[float, float] | None = None  # percentile bootstrap over questions
     accuracy: float | None
+    accuracy_ci95: tuple[float, float] | None = None  # Wilson
     n: int
     missing: int  # questions where the method gave no confidence (e.g. no option letter)
+
+
+def bootstrap_auroc_ci(scores: list[float], labels: list[bool], resamples: int = 1000, seed: int = 0) -> tuple[float, float] | None:
+    """95% percentile interval of the AUROC, resampling questions with replacement
+    (resamples with a single class are skipped); seeded, so tables are reproducible."""
+    rng = random.Random(seed)
+    n = len(scores)
+    values = []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        value = auroc([scores[i] for i in idx], [labels[i] for i in idx])
+        if value is not None:
+            values.append(value)
+    if len(values) < resamples // 10:
+        return None
+    values.sort()
+    return (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))])
 
 
 def summarise_detection(records: list[DetectionRecord]) -> list[MethodResult]:
@@ -205,17 +226,20 @@ def summarise_detection(records: list[DetectionRecord]) -> list[MethodResult]:
         pairs = [(r.confidence.get(method), r.correct) for r in records]
         have = [(c, y) for c, y in pairs if c is not None]
         scores, labels = [c for c, _ in have], [y for _, y in have]
-        acc = None
+        hits: tuple[int, int] | None = None
         if method in DECIDING:
             # A confidence above one half is a call that the answer is right.
-            acc = sum((c > 0.5) == y for c, y in have) / len(have) if have else None
+            hits = (sum((c > 0.5) == y for c, y in have), len(have))
         elif method == "always-true":
-            acc = sum(labels_all) / len(labels_all) if labels_all else None
+            hits = (sum(labels_all), len(labels_all))
+        ranked = method != "always-true"  # always-true has no ranking to judge
         results.append(
             MethodResult(
                 method=method,
-                auroc=None if method == "always-true" else auroc(scores, labels),  # no ranking to judge
-                accuracy=acc,
+                auroc=auroc(scores, labels) if ranked else None,
+                auroc_ci95=bootstrap_auroc_ci(scores, labels) if ranked and scores else None,
+                accuracy=hits[0] / hits[1] if hits and hits[1] else None,
+                accuracy_ci95=wilson_interval(*hits) if hits and hits[1] else None,
                 n=len(have),
                 missing=len(pairs) - len(have),
             )
