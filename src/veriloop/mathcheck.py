@@ -14,6 +14,7 @@ length is capped instead.
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import re
 from fractions import Fraction
@@ -191,9 +192,18 @@ def _as_latex(text: str) -> str:
     return s
 
 
+def _quiet_math_verify() -> None:
+    # It warns on every use that its (signal-based) timeouts are off; turning them off is
+    # deliberate here (signals break off the main thread), so the warning is noise.
+    for name in ("math_verify.parser", "math_verify.grader"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 @lru_cache(maxsize=4096)
 def _latex_parse(latex: str) -> tuple[object, ...]:
     from math_verify import LatexExtractionConfig, parse
+
+    _quiet_math_verify()
 
     # Only the LaTeX extractor: the expression extractor would run sympy's parse_expr.
     return tuple(parse(f"${latex}$", extraction_config=[LatexExtractionConfig()], parsing_timeout=None))
