@@ -89,6 +89,11 @@ class ProgressReporter:
             self._last_step = -1
             self._bar.update(self._task, description=description)
 
+    def update_stage(self, stage: str, done: int, total: int | None) -> None:
+        """Progress of a job made of named stages (a reproduction's tasks and tables)."""
+        self.set_stage(stage)
+        self.update(done, total)
+
     def log(self, message: str) -> None:
         (self._bar.console if self.live else err).print(message, highlight=False)
 
@@ -186,12 +191,11 @@ def run(
 
     async def go():
         with ProgressReporter(f"{domain} x {len(strategies)} strategies") as progress:
-            on_progress = progress.update
             calls = (lambda: lm.stats.backend_calls) if isinstance(lm, CachedModel) else (lambda: 0)
             try:
                 return await run_experiment(
                     lm, dom, strategies, instances, run_dir, seed=seed, concurrency=concurrency,
-                    config=config, on_progress=on_progress, backend_calls=calls, tools=toolbox,
+                    config=config, on_progress=progress.update, backend_calls=calls, tools=toolbox,
                 )
             finally:
                 await lm.aclose()
@@ -360,15 +364,11 @@ def reproduce_self_verification(
 
     async def go():
         with ProgressReporter("self-verification") as progress:
-            def on_progress(stage: str, done: int, total: int) -> None:
-                progress.set_stage(stage)
-                progress.update(done, total)
-
             try:
                 return await reproduce(
                     lm, target, instances, data_root if data_root.exists() else None,
                     verification_instances or instances, max_rounds=max_rounds, seed=seed, domains=chosen,
-                    on_progress=on_progress, backend_calls=calls,
+                    on_progress=progress.update_stage, backend_calls=calls,
                 )
             finally:
                 await lm.aclose()
@@ -426,10 +426,6 @@ def reproduce_critic_cmd(
 
     async def go():
         with ProgressReporter("critic") as progress:
-            def on_progress(stage: str, done: int, total: int) -> None:
-                progress.set_stage(stage)
-                progress.update(done, total)
-
             try:
                 return await reproduce_critic(
                     lm, target, instances, data_root if data_root.exists() else None,
@@ -438,7 +434,7 @@ def reproduce_critic_cmd(
                     max_corrections=max_corrections,
                     tasks=chosen, extra_files={"svamp": svamp} if svamp else {},
                     perplexity=perplexity_logprobs if hasattr(inner, "score") else None,
-                    on_progress=on_progress, backend_calls=calls,
+                    on_progress=progress.update_stage, backend_calls=calls,
                 )
             finally:
                 await lm.aclose()
