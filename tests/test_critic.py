@@ -389,3 +389,14 @@ def test_tools_run_reads_stdin_and_prints_the_observation(tool, text, expected, 
                           capture_output=True, text=True, env=dict(os.environ, VERILOOP_HOME=str(tmp_path)), timeout=120)
     assert proc.returncode == (0 if ok else 1), proc.stderr
     assert expected in proc.stdout
+
+
+def test_domain_options_reach_the_domain_and_unknown_ones_are_one_clear_error(shared_data):
+    from veriloop.errors import VeriloopError
+
+    source = str(shared_data / "toxicity" / "realtoxicityprompts_val.jsonl")
+    everything = get_domain("toxicity", all_prompts=True).load_instances(source)
+    non_toxic = get_domain("toxicity").load_instances(source)
+    assert len(everything) > len(non_toxic) > 0
+    with pytest.raises(VeriloopError, match="does not take the options"):
+        get_domain("toxicity", colour="blue")

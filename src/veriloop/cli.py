@@ -119,6 +119,19 @@ TOXICITY_HELP = "Toxicity scorer: offline (a classifier shipped in a PyPI packag
 UNISOLATED_HELP = "Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
 
 
+def _domain_options(items: list[str]) -> dict[str, object]:
+    options: dict[str, object] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise VeriloopError(f"--domain-option {item!r} should look like KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
 def _tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=None):
     from .tools.config import ALL_TOOLS, ToolSettings
 
@@ -166,6 +179,10 @@ def run(
     search_url: Annotated[Optional[str], typer.Option(help=SEARCH_URL_HELP)] = None,
     toxicity_backend: Annotated[str, typer.Option(help=TOXICITY_HELP)] = "offline",
     allow_unisolated: Annotated[bool, typer.Option(help=UNISOLATED_HELP)] = False,
+    domain_option: Annotated[
+        Optional[list[str]],
+        typer.Option(help="A domain setting KEY=VALUE, repeatable (VALUE read as JSON when it parses), e.g. toxicity's all_prompts=true, threshold=0.5, stop_below=0.1."),
+    ] = None,
 ) -> None:
     """Run strategies on a domain and print accuracy, rounds, calls, tokens and time.
 
@@ -180,7 +197,7 @@ def run(
 
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     strategies = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in specs]
-    dom = get_domain(domain)
+    dom = get_domain(domain, **_domain_options(domain_option or []))
     instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
     if not instances:
         raise VeriloopError(f"no instances selected (n={n}, offset={offset})")

@@ -24,7 +24,8 @@ DOMAINS: dict[str, str] = {
 }
 
 
-def get_domain(name: str) -> Domain:
+def get_domain(name: str, **options: object) -> Domain:
+    """The domain called `name`, built with `options` (e.g. toxicity's all_prompts=True)."""
     if name not in DOMAINS and name.isidentifier():
         from .planning import TEMPLATES, PlanningDomain
 
@@ -35,7 +36,12 @@ def get_domain(name: str) -> Domain:
         known = ", ".join(sorted(DOMAINS))
         raise VeriloopError(f"unknown domain {name!r}; choose one of: {known}")
     module_name, factory = DOMAINS[name].split(":")
-    return getattr(importlib.import_module(module_name), factory)()
+    try:
+        return getattr(importlib.import_module(module_name), factory)(**options)
+    except TypeError as exc:
+        if not options:
+            raise
+        raise VeriloopError(f"domain {name!r} does not take the options {sorted(options)} ({exc})") from None
 
 
 __all__ = ["DOMAINS", "Candidate", "CriticTask", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError", "get_domain"]
