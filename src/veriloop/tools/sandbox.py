@@ -131,15 +131,22 @@ def expose():
     # interpreter's own directories back in, read-only: the program can import the
     # standard library and site-packages but sees nothing else that was there.
     for hidden, needed in cfg["expose"].items():
-        handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in needed]
+        handles = hold(needed)
         mount(b"tmpfs", hidden.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-        for path, fd in handles:
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            source = ("/proc/self/fd/%d" % fd).encode()
-            mount(source, path.encode(), None, MS_BIND | MS_REC, None)
-            mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-            os.close(fd)
+        bind_back(handles)
         mount(None, hidden.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+
+def hold(paths):
+    # Handles opened before a tmpfs covers their directories still reach them after.
+    return [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in paths]
+
+def bind_back(handles):
+    for path, fd in handles:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = ("/proc/self/fd/%d" % fd).encode()
+        mount(source, path.encode(), None, MS_BIND | MS_REC, None)
+        mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        os.close(fd)
 
 def isolate():
     root = os.geteuid() == 0
@@ -175,9 +182,13 @@ def isolate():
         expose()
     owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
     size = b"size=%d,mode=1777" % cfg["disk_bytes"]
-    for place in (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock"):
+    # A venv (or the interpreter) living under /tmp would vanish under the private
+    # tmpfs: keep hold of it and bind it back, read-only.
+    handles = hold(cfg["under_private"])
+    for place in cfg["private_places"]:
         if os.path.isdir(place):
-            mount(b"tmpfs", place, b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
+            mount(b"tmpfs", place.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
+    bind_back(handles)
     return root
 
 isolated = False
@@ -321,6 +332,19 @@ def _hidden_interpreter_dirs() -> dict[str, list[str]]:
 
 
 _EXPOSE = _hidden_interpreter_dirs() if os.geteuid() == 0 else {}
+# World-writable places the program gets a private, empty tmpfs over.
+PRIVATE_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _interpreter_dirs_under(places: tuple[str, ...]) -> list[str]:
+    """Interpreter and site-packages directories inside `places` (a checkout or venv
+    under /tmp), outermost only: each must be bound back over the private tmpfs."""
+    wanted = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *_SITE_PATHS)}
+    under = sorted(p for p in wanted if any(p == q or p.startswith(q + os.sep) for q in places) and p not in places)
+    return [p for p in under if not any(p.startswith(q + os.sep) for q in under if q != p)]
+
+
+_UNDER_PRIVATE = _interpreter_dirs_under(PRIVATE_PLACES)
 _MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -443,6 +467,8 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
             "workdir": workdir,
             "paths": _SITE_PATHS,
             "expose": _EXPOSE,
+            "private_places": list(PRIVATE_PLACES),
+            "under_private": _UNDER_PRIVATE,
             "answer_chars": ANSWER_CHARS,
             "cpu_seconds": int(limits.cpu_seconds),
             "memory_bytes": int(limits.memory_bytes),
