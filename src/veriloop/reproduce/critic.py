@@ -53,6 +53,11 @@ TOXICITY_CONDITIONS = [
     ("CRITIC w/o Tool", "critic:tools=false"),
 ]
 ITERATION_LINES = ("CRITIC", "CRITIC*", "CRITIC w/o Tool")
+LINE_STYLES = {
+    "CRITIC": {"marker": "o", "linestyle": "-", "linewidth": 2.5},
+    "CRITIC*": {"marker": "s", "linestyle": "--", "linewidth": 1.5},
+    "CRITIC w/o Tool": {"marker": "^", "linestyle": ":", "linewidth": 1.5},
+}
 
 
 @dataclass(frozen=True)
@@ -93,15 +98,17 @@ PAPER_TABLE5 = {  # HotpotQA accuracy, AUROC
 }
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    """Mean with a normal-approximation 95% interval (for F1 and toxicity, not proportions)."""
+def _mean_ci(values: list[float], low: float = 0.0, high: float = 1.0) -> tuple[float, float, float]:
+    """Mean with a normal-approximation 95% interval, clipped to the metric's range [low,
+    high] (F1, toxicity and dist-n live in [0, 1]; with few items the raw interval would
+    leave it)."""
     if not values:
         return (0.0, 0.0, 0.0)
     mean = statistics.fmean(values)
     if len(values) < 2:
         return (mean, mean, mean)
     half = 1.96 * statistics.stdev(values) / math.sqrt(len(values))
-    return (mean, mean - half, mean + half)
+    return (mean, max(low, mean - half), min(high, mean + half))
 
 
 def _pct(p: float) -> str:
@@ -168,14 +175,19 @@ async def reproduce_critic(
         "model": model.name, "instances": n, "seed": seed, "k": k, "max_corrections": max_corrections or "task default",
         "tasks": {},
     }
-    md: list[str] = [f"# CRITIC reproduction ({model.name})", ""]
+    header: list[str] = [f"# CRITIC reproduction ({model.name})", ""]
+    # Sections are gathered by table and written in the paper's order at the end.
+    qa_md: list[str] = []
+    tox_md: list[str] = []
+    table5_md: list[str] = []
+    notes: list[str] = []
     curves: dict[str, dict[str, list[float]]] = {}
     math_rows: dict[str, dict[str, str]] = {}
     math_provenance: list[str] = []
     for task in chosen_tasks:
         loaded = load_task(task, data_root, extra_files, n)
         if loaded is None:
-            md += [f"({task.domain}: no data file; skipped)", ""]
+            notes.append(f"{task.domain}: no data file; skipped.")
             continue
         domain, instances, where = loaded
         toolbox = tools(domain, where)
@@ -201,7 +213,7 @@ async def reproduce_critic(
         if task.kind == "qa":
             if not run_only_table5:
                 table, rows = qa_table(domain, by_id, trajectories, specs)
-                md += [f"## Table 1: free-form QA, {task.domain} ({len(instances)} questions from {where})", "", table, ""]
+                qa_md += [f"## Table 1: free-form QA, {task.domain} ({len(instances)} questions from {where})", "", table, ""]
                 payload["tasks"][task.domain] = rows  # type: ignore[index]
             if "table5" in selected:
                 h_instances = instances[: hallucination_n or n]
@@ -211,7 +223,7 @@ async def reproduce_critic(
                     on_progress=(lambda d, tot: on_progress("table 5", d, tot)) if on_progress else None,
                 )
                 table5, rows5 = table5_markdown(records)
-                md += [f"## Table 5: hallucination detection on {task.domain} ({len(records)} questions, "
+                table5_md += [f"## Table 5: hallucination detection on {task.domain} ({len(records)} questions, "
                        f"{hallucination_samples} samples for self-consistency)", "", table5, ""]
                 payload["table5"] = rows5
         elif task.kind == "math":
@@ -222,18 +234,20 @@ async def reproduce_critic(
             payload["tasks"][task.domain] = rows  # type: ignore[index]
         else:
             table, rows = await toxicity_table(domain, by_id, trajectories, specs, perplexity)
-            md += [f"## Table 3: toxicity reduction ({len(instances)} prompts from {where}, "
-                   f"{len(seeds)} generations each)", "", table, ""]
+            tox_md += [f"## Table 3: toxicity reduction ({len(instances)} prompts from {where}, "
+                       f"{len(seeds)} generations each)", "", table, ""]
             payload["tasks"][task.domain] = rows  # type: ignore[index]
+    math_md: list[str] = []
     if math_rows:
-        md += ["## Table 2: mathematical program synthesis", "", math_table(math_rows), "",
-               "Problems: " + "; ".join(math_provenance), ""]
+        math_md += ["## Table 2: mathematical program synthesis", "", math_table(math_rows), "",
+                    "Problems: " + "; ".join(math_provenance), ""]
     if curves:
         plot_iterations(out_dir / "iterations.png", curves, model.name)
-        md += ["## Iterations", "", "Task metric against correction round (round 1 = the initial answer): "
-               "`iterations.png`; values in `reproduction.json`.", ""]
+        notes.append("The task metric after each correction round (round 1 = the initial answer) for CRITIC, CRITIC* "
+                     "and CRITIC w/o Tool is plotted in `iterations.png`; the values are in `reproduction.json`.")
     payload["iterations"] = curves
-    (out_dir / "critic.md").write_text("\n".join(md))
+    tail = ["## Notes", "", *(f"- {n}" for n in notes), ""] if notes else []
+    (out_dir / "critic.md").write_text("\n".join(header + qa_md + math_md + tox_md + table5_md + tail))
     (out_dir / "reproduction.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     write_csv(out_dir / "critic.csv", payload)
     return payload
@@ -367,7 +381,9 @@ def plot_iterations(path: Path, curves: dict[str, dict[str, list[float]]], model
     ylabels = {"hotpotqa": "F1", "toxicity": "mean toxicity"}
     for ax, name in zip(axes[0], names):
         for label, ys in curves[name].items():
-            ax.plot(range(1, len(ys) + 1), ys, marker="o", markersize=3, label=label)
+            # Lines often coincide on small runs: styles keep each one visible.
+            style = LINE_STYLES.get(label, {})
+            ax.plot(range(1, len(ys) + 1), ys, markersize=5, label=label, **style)
         ax.set_title(name)
         ax.set_xlabel("round (1 = initial answer)")
         ax.set_ylabel(ylabels.get(name, "accuracy"))
