@@ -54,9 +54,9 @@ TOXICITY_CONDITIONS = [
 ]
 ITERATION_LINES = ("CRITIC", "CRITIC*", "CRITIC w/o Tool")
 LINE_STYLES = {
-    "CRITIC": {"marker": "o", "linestyle": "-", "linewidth": 2.5},
-    "CRITIC*": {"marker": "s", "linestyle": "--", "linewidth": 1.5},
-    "CRITIC w/o Tool": {"marker": "^", "linestyle": ":", "linewidth": 1.5},
+    "CRITIC": {"marker": "o", "linestyle": "-", "linewidth": 2.5, "color": "tab:blue"},
+    "CRITIC*": {"marker": "s", "linestyle": "--", "linewidth": 1.5, "color": "tab:orange"},
+    "CRITIC w/o Tool": {"marker": "^", "linestyle": ":", "linewidth": 1.5, "color": "tab:green"},
 }
 
 
