@@ -129,7 +129,7 @@ async def detect_one(
     ptrue_messages = [
         {
             "role": "user",
-            "content": f"Question: {domain.judge_task(instance)}\nPossible answer: {shown}\n"
+            "content": f"{domain.judge_task(instance)}\nPossible answer: {shown}\n"
             "Is the possible answer:\n(A) True\n(B) False\nReply with the letter only.",
         }
     ]
