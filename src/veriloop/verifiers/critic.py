@@ -78,9 +78,10 @@ class CriticVerifier:
     async def critique(self, episode: Episode, text: str, round: int, temperature: float = 0.0) -> Critique:
         domain = as_critic_task(episode.domain)
         instance = episode.instance
+        evidence = domain.evidence(instance, text)
         observations: list[Observation] = []
         if self.use_tools:
-            for tool, tool_input in domain.evidence(instance, text):
+            for tool, tool_input in evidence:
                 observations.append(await episode.use_tool(tool, tool_input, round))
             canned = domain.tool_critique(instance, text, observations)
             if canned is not None:
@@ -92,10 +93,12 @@ class CriticVerifier:
         if observations:
             parts.append(f"Evidence from running tools on the proposed answer:\n{_evidence_block(observations)}")
         parts.append(domain.verify_instructions(instance))
-        interactive = bool(domain.critic_tools) and episode.tools is not None
-        if domain.critic_tools and self.use_tools and interactive:
+        # The model calls tools itself only when the task has some and this run has a
+        # toolbox; otherwise, where evidence would have been gathered, it writes its own.
+        interactive = self.use_tools and bool(domain.critic_tools) and episode.tools is not None
+        if interactive:
             parts.append(tool_protocol(episode.tools.subset(domain.critic_tools).describe(), self.max_interactions))
-        elif domain.critic_tools or (domain.evidence(instance, text) and not self.use_tools):
+        elif domain.critic_tools or (evidence and not self.use_tools):
             parts.append(self_evidence_protocol())
         parts.append(VERDICT_LINE)
         messages: list[Message] = [
@@ -111,7 +114,7 @@ class CriticVerifier:
             role="verify",
             max_interactions=self.max_interactions,
             wrap_up=WRAP_UP,
-            use_tools=self.use_tools and interactive,
+            use_tools=interactive,
             allowed=tuple(domain.critic_tools),
         )
         # As in the paper, the critique the corrector sees is the tool results followed
