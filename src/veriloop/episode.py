@@ -28,7 +28,10 @@ class Episode:
         base = GenParams(seed=self.seed, max_tokens=self.domain.answer_tokens)
         return base.with_(**overrides)
 
-    async def call(self, role: Role, messages: list[Message], params: GenParams, round: int) -> list[Completion]:
+    async def call(
+        self, role: Role, messages: list[Message], params: GenParams, round: int,
+        stage: str | None = None, step: int | None = None,
+    ) -> list[Completion]:
         completions = await self.model.generate(messages, params)
         for i, c in enumerate(completions):
             self.trajectory.calls.append(
@@ -43,12 +46,17 @@ class Episode:
                     completion_tokens=c.completion_tokens,
                     seconds=0.0 if c.cached else c.seconds,
                     cached=c.cached,
+                    stage=stage,
+                    step=step,
                 )
             )
         return completions
 
-    async def call_one(self, role: Role, messages: list[Message], params: GenParams, round: int) -> str:
-        return (await self.call(role, messages, params.with_(n=1), round))[0].text
+    async def call_one(
+        self, role: Role, messages: list[Message], params: GenParams, round: int,
+        stage: str | None = None, step: int | None = None,
+    ) -> str:
+        return (await self.call(role, messages, params.with_(n=1), round, stage, step))[0].text
 
     async def use_tool(
         self, name: str, tool_input: str, round: int, allowed: tuple[str, ...] | None = None
