@@ -19,6 +19,10 @@ DOMAINS: dict[str, str] = {
     "gsm8k": "veriloop.domains.math:GSM8K",
     "math500": "veriloop.domains.math:Math500",
     "svamp": "veriloop.domains.math:SVAMP",
+    # Step-by-step solutions ("Step 1: ..." lines, then "Answer: ..."), as SelfCheck checks them.
+    "gsm8k-cot": "veriloop.domains.stepwise:GSM8KSteps",
+    "math500-cot": "veriloop.domains.stepwise:Math500Steps",
+    "mathqa": "veriloop.domains.stepwise:MathQA",
     "hotpotqa": "veriloop.domains.qa:HotpotQA",
     "toxicity": "veriloop.domains.toxicity:Toxicity",
 }

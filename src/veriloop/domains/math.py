@@ -228,6 +228,40 @@ def _text_field(path: Path, where: str, item: dict[str, Any], key: str, hint: st
     return value
 
 
+GSM8K_FORMAT = 'JSONL with "question" and "answer", the answer ending in "#### <number>" (GSM8K test.jsonl)'
+MATH500_FORMAT = 'JSONL with "problem" and "answer" (LaTeX), like MATH-500 test.jsonl'
+
+
+def read_gsm8k(path: Path) -> list[Instance]:
+    """GSM8K's test.jsonl: one instance per line, id gsm8k-<line>, the reference being
+    the number after the solution's "####"."""
+    hint = "expected " + GSM8K_FORMAT
+    out = []
+    for number, item in json_objects(path, hint):
+        where = f"line {number}"
+        question = _text_field(path, where, item, "question", hint)
+        solution = _text_field(path, where, item, "answer", hint)
+        if "####" not in solution:
+            raise DataFileError(f'{path}, {where}: the answer has no "#### <number>" final line; {hint}')
+        final = solution.rsplit("####", 1)[1].strip()
+        out.append(Instance(id=f"gsm8k-{number}", data={"question": question.strip()}, reference=final))
+    return out
+
+
+def read_math500(path: Path) -> list[Instance]:
+    """MATH-500's test.jsonl: one instance per line, id math500-<line>, the reference
+    being the LaTeX answer; subject, level and unique_id are kept in the data."""
+    hint = "expected " + MATH500_FORMAT
+    out = []
+    for number, item in json_objects(path, hint):
+        where = f"line {number}"
+        problem = _text_field(path, where, item, "problem", hint)
+        answer = _text_field(path, where, item, "answer", hint)
+        extra = {k: item[k] for k in ("subject", "level", "unique_id") if k in item}
+        out.append(Instance(id=f"math500-{number}", data={"question": problem.strip(), **extra}, reference=answer))
+    return out
+
+
 def _svamp_question(item: dict[str, Any]) -> str:
     body = str(item.get("Body", "")).strip()
     question = str(item.get("Question", "")).strip()
@@ -239,20 +273,11 @@ def _svamp_question(item: dict[str, Any]) -> str:
 class GSM8K(_ProgramOfThought):
     name = "gsm8k"
     description = "Grade-school math word problems (GSM8K), solved by writing a Python program."
-    file_format = 'JSONL with "question" and "answer", the answer ending in "#### <number>" (GSM8K test.jsonl)'
+    file_format = GSM8K_FORMAT
     answer_hint = "`answer` must be a number."
 
     def _read(self, path: Path) -> list[Instance]:
-        out = []
-        for number, item in json_objects(path, "expected " + self.file_format):
-            where = f"line {number}"
-            question = _text_field(path, where, item, "question", "expected " + self.file_format)
-            solution = _text_field(path, where, item, "answer", "expected " + self.file_format)
-            if "####" not in solution:
-                raise DataFileError(f'{path}, {where}: the answer has no "#### <number>" final line; expected {self.file_format}')
-            final = solution.rsplit("####", 1)[1].strip()
-            out.append(Instance(id=f"gsm8k-{number}", data={"question": question.strip()}, reference=final))
-        return out
+        return read_gsm8k(path)
 
     def matches(self, predicted: str | None, reference: str | None) -> bool:
         return mathcheck.numbers_match(predicted, reference)
@@ -304,22 +329,14 @@ class SVAMP(_ProgramOfThought):
 class Math500(_ProgramOfThought):
     name = "math500"
     description = "Competition mathematics (MATH-500), solved by writing a Python program."
-    file_format = 'JSONL with "problem" and "answer" (LaTeX), like MATH-500 test.jsonl'
+    file_format = MATH500_FORMAT
     answer_hint = (
         "If the result is not a plain number, keep it exact with sympy (fractions, square roots, pi) "
         "or give it as a LaTeX string."
     )
 
     def _read(self, path: Path) -> list[Instance]:
-        hint = "expected " + self.file_format
-        out = []
-        for number, item in json_objects(path, hint):
-            where = f"line {number}"
-            problem = _text_field(path, where, item, "problem", hint)
-            answer = _text_field(path, where, item, "answer", hint)
-            extra = {k: item[k] for k in ("subject", "level", "unique_id") if k in item}
-            out.append(Instance(id=f"math500-{number}", data={"question": problem.strip(), **extra}, reference=answer))
-        return out
+        return read_math500(path)
 
     def matches(self, predicted: str | None, reference: str | None) -> bool:
         return mathcheck.equivalent(predicted, reference)
