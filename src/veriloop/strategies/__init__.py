@@ -14,10 +14,11 @@ from .base import Strategy
 from .critic import Critic, React, RejectionSampling
 from .sampling import Sampling
 from .self_consistency import SelfConsistency
+from .selfcheck import SelfCheck
 from .standard import Standard
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling)
+    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck)
 }
 
 

@@ -13,14 +13,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from ..domains.base import Message, Verdict
 from ..episode import Episode
+from ..errors import VeriloopError
 from ..feedback import check_level
 from ..models.base import GenParams
-from ..verifiers import VERIFIERS, Verifier
+from ..verifiers import Verifier, get_verifier
 
 
 def _known_verifier(name: str) -> str:
-    if name not in VERIFIERS:
-        raise ValueError(f"unknown verifier {name!r} (choose {', '.join(VERIFIERS)})")
+    try:
+        get_verifier(name)
+    except VeriloopError as exc:  # pydantic reports ValueErrors as option errors
+        raise ValueError(str(exc)) from None
     return name
 
 

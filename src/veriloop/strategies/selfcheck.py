@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import Field
+
+from ..domains.base import Domain, Instance, Verdict
+from ..episode import Episode
+from ..selfcheck.checker import CheckSettings, StepChecker
+from ..selfcheck.scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, answer_clusters, vote
+from ..verifiers.selfcheck import episode_ask, question_text
+from .base import Strategy
+
+
+def same_answer(domain: Domain, instance: Instance) -> Callable[[str, str], bool]:
+    """Whether two extracted answers say the same thing: the same canonical key, or the
+    domain's own equivalence (numbers within rounding, math-verify for LaTeX)."""
+    matches = getattr(domain, "matches", None)
+
+    def same(a: str, b: str) -> bool:
+        ka, kb = domain.canonical(instance, a), domain.canonical(instance, b)
+        if ka is not None and ka == kb:
+            return True
+        return bool(matches(a, b)) if callable(matches) else False
+
+    return same
+
+
+class SelfCheck(Strategy):
+    kind = "selfcheck"
+    summary = (
+        "n sampled step-by-step solutions, each checked step by step (target, information, regeneration, "
+        "comparison) into a confidence; output the answer with the largest summed confidence "
+        "(vote=majority: equal weights; checker=global: one checking call per solution)"
+    )
+
+    n: int = Field(5, ge=1)
+    temperature: float = 0.7
+    checker: Literal["steps", "global"] = "steps"
+    vote: Literal["weighted", "majority"] = "weighted"
+    lambda_contradict: float = Field(LAMBDA_CONTRADICT, ge=0)
+    lambda_unrelated: float = Field(LAMBDA_UNRELATED, ge=0)
+    max_steps: int = Field(20, ge=1)
+
+    async def run(self, episode: Episode) -> None:
+        domain, instance = episode.domain, episode.instance
+        # The same parameters as self-consistency's samples, so both draw (and cache) the
+        # very same solutions.
+        params = episode.params(temperature=self.temperature, n=self.n)
+        texts = [c.text for c in await episode.call("generate", domain.prompt(instance), params, round=1)]
+        weights = [1.0] * len(texts)
+        verdicts: list[Verdict | None] = [None] * len(texts)
+        if self.vote == "weighted":
+            settings = CheckSettings(lambda_contradict=self.lambda_contradict, lambda_unrelated=self.lambda_unrelated,
+                                     max_steps=self.max_steps)
+            checker = StepChecker(episode_ask(episode), settings, seed=episode.seed,
+                                  concurrency=episode.model.preferred_concurrency)
+            question = question_text(domain, instance)
+            solutions = list(enumerate(texts, start=1))
+            if self.checker == "global":
+                checks = [await checker.check_global(question, text, r) for r, text in solutions]
+            else:
+                checks = await checker.check_many(question, solutions)
+            episode.trajectory.step_checks.extend(checks)
+            weights = [c.confidence for c in checks]
+            name = "selfcheck" if self.checker == "steps" else "global-check"
+            verdicts = [Verdict(ok=not c.contradicted and c.unrelated == 0 if c.checker == "steps" else c.confidence == 1.0,
+                                score=c.confidence, verifier=name) for c in checks]
+        for r, (text, verdict) in enumerate(zip(texts, verdicts), start=1):
+            episode.add_round(r, text, verdict)
+        answers = [domain.extract_answer(instance, t) for t in texts]
+        result = vote(answer_clusters(answers, same_answer(domain, instance)), weights)
+        if result.winner is None:
+            episode.finish(texts[0], "no_answer")
+            return
+        episode.finish(texts[result.winner], f"{self.vote}_vote")
