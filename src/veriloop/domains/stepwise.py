@@ -253,6 +253,9 @@ def _error_line(error: VerdictError) -> str:
     return error.message
 
 
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
 class GSM8KSteps(_StepByStep):
     name = "gsm8k-cot"
     description = "Grade-school math word problems (GSM8K), solved in numbered steps ending in an answer line."
@@ -262,6 +265,15 @@ class GSM8KSteps(_StepByStep):
 
     def _read(self, path: Path) -> list[Instance]:
         return read_gsm8k(path)
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        """The stated answer; when it is not a bare number ("18 dollars", "x = 18"),
+        the last number in it, as GSM8K answers are always a single number."""
+        stated = stated_answer(text)
+        if stated is None or mathcheck.parse_number(stated) is not None:
+            return stated
+        numbers = _NUMBER.findall(stated)
+        return numbers[-1].replace(",", "") if numbers else stated
 
     def matches(self, predicted: str | None, reference: str | None) -> bool:
         return mathcheck.numbers_match(predicted, reference)
