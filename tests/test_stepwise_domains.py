@@ -381,3 +381,11 @@ def test_arbitrary_text_never_raises(text: str) -> None:
         assert verdict.ok == (answer is not None and domain.matches(answer, instance.reference))
         assert verdict.malformed == (answer is None)
         assert isinstance(domain.score(instance, text), bool)
+
+
+@pytest.mark.parametrize(
+    ("line", "answer"),
+    [("Answer: 18 dollars", "18"), ("Answer: x = 18", "18"), ("Answer: 1,800 eggs", "1800"), ("Answer: eighteen", "eighteen")],
+)
+def test_gsm8k_answer_lines_with_words_give_their_last_number(line: str, answer: str) -> None:
+    assert GSM.extract_answer(EGGS, "Step 1: ...\n" + line) == answer

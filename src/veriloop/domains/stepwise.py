@@ -267,10 +267,10 @@ class GSM8KSteps(_StepByStep):
         return read_gsm8k(path)
 
     def extract_answer(self, instance: Instance, text: str) -> str | None:
-        """The stated answer; when it is not a bare number ("18 dollars", "x = 18"),
-        the last number in it, as GSM8K answers are always a single number."""
+        """The stated answer; when it is plain text but not a bare number ("18
+        dollars", "x = 18"), the last number in it, as GSM8K answers are one number."""
         stated = stated_answer(text)
-        if stated is None or mathcheck.parse_number(stated) is not None:
+        if stated is None or "\\" in stated or mathcheck.parse_number(stated) is not None:
             return stated
         numbers = _NUMBER.findall(stated)
         return numbers[-1].replace(",", "") if numbers else stated
