@@ -257,7 +257,7 @@ class RuleModel:
             return "Conclusion: contradicts" if "WRONG" in original else "Conclusion: supports"
         if "Your task:" in prompt:
             return "The total is 17."
-        if "Information: 1, 3; Steps: 2" in prompt:
+        if "Information: <their numbers>" in prompt:
             return self.collect_reply
         if "The step aims to" in prompt:
             return "The step aims to find the total."

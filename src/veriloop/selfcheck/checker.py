@@ -43,7 +43,7 @@ class CheckSettings:
     max_shown_chars: int = 1500
     target_tokens: int = 64
     collect_tokens: int = 48
-    regenerate_tokens: int = 256
+    regenerate_tokens: int = 192
     compare_tokens: int = 128
     global_tokens: int = 384
 
@@ -97,9 +97,11 @@ class StepChecker:
         return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": f"{self._context(facts, steps, i)}\n\n{ask}"}]
 
     def collect_messages(self, facts: Sequence[str], steps: Sequence[str], i: int) -> list[Message]:
+        # The reply format carries no example numbers: small models copy them.
         ask = (
             f"Which pieces of information and which earlier steps does Step {i} directly rely on? Reply with "
-            "a single line in exactly this form: Information: 1, 3; Steps: 2 (write none where it relies on nothing)."
+            "a single line of the form \"Information: <their numbers>; Steps: <their numbers>\", writing none "
+            "where it relies on nothing of that kind."
         )
         return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": f"{self._context(facts, steps, i)}\n\n{ask}"}]
 
@@ -111,7 +113,7 @@ class StepChecker:
         user = (
             "What you are given:\n" + "\n".join(given) + f"\n\nYour task: {target}\n\n"
             "Using only what you are given, carry out this task yourself in a few short lines, "
-            "then state the result you reach."
+            "and end by stating the result you reach."
         )
         return [{"role": "system", "content": SOLVE_SYSTEM}, {"role": "user", "content": user}]
 
