@@ -461,6 +461,65 @@ def reproduce_critic_cmd(
     out.print(f"{calls()} backend calls; tables and figure in {target}/", highlight=False)
 
 
+@reproduce_app.command("selfcheck")
+def reproduce_selfcheck_cmd(
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    # A GSM8K solution of about six steps costs about a minute of checking on the default
+    # model here (4 calls a step); 10 questions x 4 solutions is near an hour with the
+    # baselines. Raise both on a server.
+    questions: Annotated[int, typer.Option(help="Questions (the first ones of the file).", min=1)] = 10,
+    solutions: Annotated[int, typer.Option(help="Sampled solutions per question (N): curves run 1..N.", min=1)] = 4,
+    dataset: Annotated[str, typer.Option(help="gsm8k, math500 or mathqa.")] = "gsm8k",
+    data: Annotated[Optional[Path], typer.Option(help="The dataset file (default: under --data-root; mathqa needs it).")] = None,
+    data_root: Annotated[Path, typer.Option(help="Folder with gsm8k/ and math500/ (the shared reference data).")] = Path("../shared/data"),
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the solutions.", min=0.0)] = 0.7,
+    max_steps: Annotated[int, typer.Option(help="Steps checked per solution (the first ones); recorded.", min=1)] = 8,
+    lambda_contradict: Annotated[float, typer.Option(help="Weight of a contradicted step in the confidence (λ₋₁).", min=0.0)] = 1.0,
+    lambda_unrelated: Annotated[float, typer.Option(help="Weight of an unrelated or unreadable step (λ₀).", min=0.0)] = 0.3,
+    global_ablation: Annotated[bool, typer.Option("--global/--no-global", help="Also run the single-call global checker on the same solutions.")] = True,
+    majority_cap: Annotated[int, typer.Option(help="Most samples majority voting may draw to match SelfCheck's token budget.", min=1)] = 16,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory (resumable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the samples and of the orderings.")] = 0,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
+    for weighted and majority voting (same solutions, ± standard error), TPR/FPR at
+    thresholds, AUROC, balanced accuracy, step-level agreement, token cost, accuracy
+    against total tokens (majority voting with SelfCheck's budget) and the global-checker
+    ablation. Writes selfcheck.md, selfcheck.csv, reproduction.json and three PNG plots;
+    resumes if interrupted."""
+    from .reproduce.selfcheck import DATASETS, reproduce_selfcheck
+
+    if dataset not in DATASETS:
+        raise VeriloopError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
+    default = DATASETS[dataset][1]
+    path = data or (data_root / default if default else None)
+    if path is None:
+        raise VeriloopError(f"{dataset} has no copy in the shared data: give the file with --data PATH")
+    if not path.is_file():
+        raise VeriloopError(f"{path}: no such file; give the {dataset} file with --data PATH")
+    lm, calls = _load_cached_model(model, base_url, api_key, cache)
+    target = out_dir or Path("runs") / f"reproduce-selfcheck-{_slug(model)}-{dataset}-q{questions}-n{solutions}-seed{seed}"
+
+    async def go():
+        with ProgressReporter("selfcheck") as progress:
+            try:
+                return await reproduce_selfcheck(
+                    lm, target, dataset, path, questions, solutions, seed=seed, temperature=temperature,
+                    max_steps=max_steps, lambda_contradict=lambda_contradict, lambda_unrelated=lambda_unrelated,
+                    global_ablation=global_ablation, majority_cap=majority_cap,
+                    on_progress=progress.update_stage, backend_calls=calls,
+                )
+            finally:
+                await lm.aclose()
+
+    _run_async(go(), target)
+    out.print((target / "selfcheck.md").read_text(), markup=False, highlight=False)
+    out.print(f"{calls()} backend calls; tables and figures in {target}/", highlight=False)
+
+
 @app.command()
 def chat(
     model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
