@@ -469,3 +469,11 @@ def test_verifier_rejects_bad_settings() -> None:
         SelfCheckVerifier(threshold=1.5)
     with pytest.raises(ValueError):
         SelfCheckVerifier(checker="vibes")
+
+
+def test_check_solution_wraps_any_model() -> None:
+    from veriloop.selfcheck import check_solution
+
+    model = RuleModel(concurrency=3)
+    check = asyncio.run(check_solution(model, QUESTION, "Step 1: 12 + 5 = 18 WRONG\nStep 2: so 18\nAnswer: 18"))
+    assert check.contradicted == [1] and len(model.prompts) == 8

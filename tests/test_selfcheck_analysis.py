@@ -155,3 +155,10 @@ def test_reproduce_selfcheck_bad_input(tmp_path) -> None:
     assert_one_line_error(veriloop("reproduce", "selfcheck", "--dataset", "nope"), "unknown dataset")
     assert_one_line_error(veriloop("reproduce", "selfcheck", "--dataset", "mathqa"), "--data")
     assert_one_line_error(veriloop("reproduce", "selfcheck", "--data", str(tmp_path / "missing.jsonl")), "no such file")
+
+
+def test_selfcheck_command_bad_input(tmp_path) -> None:
+    assert_one_line_error(veriloop("selfcheck", "--solution", "Step 1: 2"), "question")
+    assert_one_line_error(veriloop("selfcheck", "--question", "q", "--solution", "s", "--solution-file", "x"), "solution")
+    assert_one_line_error(veriloop("selfcheck", "--question", "q", "--solution-file", str(tmp_path / "none.txt")), "cannot read")
+    assert_one_line_error(veriloop("selfcheck", "--question", " ", "--solution", "s"), "empty")

@@ -83,3 +83,15 @@ def test_mathqa_file_with_the_selfcheck_strategy(tmp_path, smollm2):
     assert t.stop_reason in ("weighted_vote", "no_answer")
     # The options are part of what the checker treats as the question.
     assert any("Options:" in c.messages[-1]["content"] for c in t.calls if c.stage == "collect")
+
+
+def test_selfcheck_command_checks_a_users_solution(tmp_path, smollm2_path):
+    solution = tmp_path / "solution.txt"
+    solution.write_text("Step 1: Tom starts with 12 apples.\nStep 2: 12 + 5 = 17.\nAnswer: 17\n")
+    proc = veriloop("selfcheck", "--model", "smollm2-135m", "--question", "Tom has 12 apples and buys 5 more. How many now?",
+                    "--solution-file", str(solution), "--json", "--cache", str(tmp_path / "calls.sqlite"))
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    check = json.loads(proc.stdout)
+    assert check["steps_total"] == check["steps_checked"] == 2
+    assert check["accepted"] == (proc.returncode == 0) == (check["confidence"] > 0.6)
+    assert all(s["result"] in (-1, 0, 1) and s["target"] for s in check["steps"])

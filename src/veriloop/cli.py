@@ -520,6 +520,75 @@ def reproduce_selfcheck_cmd(
     out.print(f"{calls()} backend calls; tables and figures in {target}/", highlight=False)
 
 
+def _read_text_arg(value: Optional[str], path: Optional[Path], what: str) -> str:
+    if (value is None) == (path is None):
+        raise VeriloopError(f"give the {what} either as text (--{what}) or as a file (--{what}-file; - for standard input)")
+    if value is not None:
+        return value
+    try:
+        return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VeriloopError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+@app.command("selfcheck")
+def selfcheck_cmd(
+    question: Annotated[Optional[str], typer.Option(help="The question, as text.")] = None,
+    question_file: Annotated[Optional[Path], typer.Option(help="The question, from a file (- for standard input).")] = None,
+    solution: Annotated[Optional[str], typer.Option(help="The step-by-step solution to check, as text.")] = None,
+    solution_file: Annotated[Optional[Path], typer.Option(help="The solution, from a file (- for standard input).")] = None,
+    model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
+    threshold: Annotated[float, typer.Option(help="Accept when the confidence is above this.", min=0.0, max=1.0)] = 0.6,
+    max_steps: Annotated[int, typer.Option(help="Steps checked (the first ones).", min=1)] = 20,
+    lambda_contradict: Annotated[float, typer.Option(help="Weight of a contradicted step (λ₋₁).", min=0.0)] = 1.0,
+    lambda_unrelated: Annotated[float, typer.Option(help="Weight of an unrelated or unreadable step (λ₀).", min=0.0)] = 0.3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole check as JSON.")] = False,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key; never recorded.")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="Call cache file.")] = None,
+) -> None:
+    """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
+    what it uses, an independent redo, and whether the redo supports it; then the
+    solution's confidence. Steps are "Step k:" lines (else numbered lines, paragraphs or
+    lines). Exit status 0 if the confidence is above --threshold, 1 if not."""
+    from rich.table import Table
+
+    from .selfcheck import CheckSettings, check_solution
+
+    question_text = _read_text_arg(question, question_file, "question")
+    solution_text = _read_text_arg(solution, solution_file, "solution")
+    if not question_text.strip() or not solution_text.strip():
+        raise VeriloopError("the question and the solution must not be empty")
+    settings = CheckSettings(lambda_contradict=lambda_contradict, lambda_unrelated=lambda_unrelated, max_steps=max_steps)
+    lm, _ = _load_cached_model(model, base_url, api_key, cache)
+
+    async def go():
+        try:
+            return await check_solution(lm, question_text, solution_text, settings)
+        finally:
+            await lm.aclose()
+
+    check = asyncio.run(go())
+    accepted = check.confidence > threshold
+    if as_json:
+        print(json.dumps({**check.model_dump(), "accepted": accepted, "threshold": threshold}, ensure_ascii=False))
+    else:
+        table = Table(title=f"SelfCheck with {model}")
+        for column in ("step", "aims to", "uses", "independent redo", "result"):
+            table.add_column(column, overflow="fold")
+        names = {1: "supports", 0: "not related", -1: "CONTRADICTS"}
+        for st in check.steps:
+            uses = ", ".join([f"info {i}" for i in st.facts_used] + [f"step {i}" for i in st.steps_used]) or "-"
+            result = names[st.result] + (" (unreadable)" if st.unreadable else "")
+            table.add_row(f"{st.index}. {st.text[:160]}", st.target, uses, st.regenerated[:240], result)
+        out.print(table)
+        capped = f"; {check.steps_total - check.steps_checked} later steps not checked (--max-steps)" if check.capped else ""
+        out.print(f"confidence {check.confidence:.3f} ({len(check.contradicted)} contradicted, {check.unrelated} unrelated "
+                  f"of {check.steps_checked} steps{capped}): {'accepted' if accepted else 'rejected'} at threshold {threshold}",
+                  highlight=False)
+    raise typer.Exit(0 if accepted else 1)
+
+
 @app.command()
 def chat(
     model: Annotated[str, MODEL_OPTION] = "qwen2.5-coder-1.5b",
