@@ -20,28 +20,49 @@ def json_objects(
     that is JSON but not an object is reported as `not_object` when given, since a
     caller may word that as a missing field of its own.
     """
-    file_hint = hint if file_hint is None else file_hint
+    text = read_text(path, hint if file_hint is None else file_hint)
     rows: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            reason = getattr(exc, "msg", str(exc))
+            raise DataFileError(f"{path}, line {number}: not valid JSON ({reason}); {hint}") from None
+        if not isinstance(item, dict):
+            problem = f"expected a JSON object; {hint}" if not_object is None else not_object
+            raise DataFileError(f"{path}, line {number}: {problem}")
+        rows.append((number, item))
+    return rows
+
+
+def read_text(path: Path, hint: str) -> str:
+    """The file's text, or a DataFileError of one line ending in `hint`."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                except ValueError as exc:
-                    reason = getattr(exc, "msg", str(exc))
-                    raise DataFileError(f"{path}, line {number}: not valid JSON ({reason}); {hint}") from None
-                if not isinstance(item, dict):
-                    problem = f"expected a JSON object; {hint}" if not_object is None else not_object
-                    raise DataFileError(f"{path}, line {number}: {problem}")
-                rows.append((number, item))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise DataFileError(f"{path}: file not found; {file_hint}") from None
+        raise DataFileError(f"{path}: file not found; {hint}") from None
     except IsADirectoryError:
-        raise DataFileError(f"{path}: is a folder, not a file; {file_hint}") from None
+        raise DataFileError(f"{path}: is a folder, not a file; {hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         # The first line only: messages are one line, and decode errors run long.
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DataFileError(f"{path}: cannot read the file ({reason}); {file_hint}") from None
+        raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
+
+
+def json_list_or_lines(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]]:
+    """(where, object) for a JSON list ("item N") or a JSONL file ("line N")."""
+    text = read_text(path, hint)
+    if not text.lstrip().startswith("["):
+        return [(f"line {n}", item) for n, item in json_objects(path, hint)]
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); {hint}") from None
+    rows = []
+    for i, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
+        rows.append((f"item {i}", item))
     return rows

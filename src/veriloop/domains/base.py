@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -114,12 +115,56 @@ def shown_errors(verdict: Verdict, level: str) -> list[VerdictError]:
     return verdict.errors[:1] if level == "first" else list(verdict.errors)
 
 
+def rejection_feedback(shown: list[VerdictError], level: str, rejection: str, reask: str) -> str:
+    """The usual backprompt: "<rejection>." alone (binary, or nothing listed), with the
+    first error, or with every error as a list; then the request to answer again."""
+    if not shown:
+        return f"{rejection}. {reask}"
+    if level == "first":
+        message = shown[0].message.rstrip()
+        stop = "" if message.endswith((".", "!", "?")) else "."
+        return f"{rejection}: {message}{stop}\n{reask}"
+    problems = "\n".join(f"- {e.message}" for e in shown)
+    return f"{rejection}:\n{problems}\n{reask}"
+
+
+class MatchesReference:
+    """Ground truth for domains with a reference answer: the extracted answer matches it."""
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        if text is None or instance.reference is None:
+            return False
+        return self.matches(self.extract_answer(instance, text), instance.reference)  # type: ignore[attr-defined]
+
+
 class SoundlyScored:
     """For domains whose ground truth is their own sound checker (Game of 24, colouring,
     planning): a final reply is right exactly when `verify` accepts it."""
 
     def score(self, instance: Instance, text: str | None) -> bool:
         return text is not None and self.verify(instance, text).ok  # type: ignore[attr-defined]
+
+
+class ReadsDataFile:
+    """For domains whose instances come only from a data file (no generator): `_read`
+    turns the whole file into instances, and `load_instances` slices them."""
+
+    name: str
+    file_format: str  # shown when the file is missing or malformed
+
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        from ..errors import VeriloopError
+
+        if offset < 0 or (n is not None and n < 0):
+            raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
+        if source is None:
+            raise VeriloopError(f"{self.name} needs a data file (--data PATH): {self.file_format}")
+        instances = self._read(Path(source))
+        end = None if n is None else offset + n
+        return instances[offset:end]
+
+    def _read(self, path: Path) -> list[Instance]:
+        raise NotImplementedError
 
 
 class ModelCritiqued:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFileError, VeriloopError
-from .base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
+from .base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, rejection_feedback, shown_errors
 
 TARGET = Fraction(24)
 MIN_NUMBER = 1
@@ -534,12 +534,7 @@ class Game24(SoundlyScored):
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
         shown = shown_errors(verdict, level)
         reask = f"The numbers are {_spaced(_numbers(instance))}. {_REASK}"
-        if not shown:
-            return f"That answer is not correct. {reask}"
-        if level == "first":
-            return f"That answer is not correct: {shown[0].message}\n{reask}"
-        problems = "\n".join(f"- {e.message}" for e in shown)
-        return f"That answer is not correct:\n{problems}\n{reask}"
+        return rejection_feedback(shown, level, "That answer is not correct", reask)
 
     # ------------------------------------------------------------------ studies
 

@@ -11,17 +11,18 @@ evidence the model critiques, so these domains call no tools of their own.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from .. import mathcheck
-from ..datafiles import json_objects
+from ..datafiles import json_list_or_lines, json_objects
 from ..errors import DataFileError, VeriloopError
 from ..tools.sandbox import ExecResult, SandboxLimits, program_from_text, run_python
-from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
+from .base import (
+    Instance, MatchesReference, Message, ModelCritiqued, ReadsDataFile, Verdict, VerdictError, rejection_feedback, shown_errors,
+)
 
 CACHE_SIZE = 1024
 
@@ -35,7 +36,7 @@ _FORMAT = (
 _REASK = "Please write a corrected program: the whole program in one ```python block, with the final result in `answer`."
 
 
-class _ProgramOfThought(ModelCritiqued):
+class _ProgramOfThought(ReadsDataFile, MatchesReference, ModelCritiqued):
     """What the three datasets share; subclasses say how files look and how answers
     are compared."""
 
@@ -76,18 +77,6 @@ class _ProgramOfThought(ModelCritiqued):
         return result
 
     # ------------------------------------------------------------------ data
-
-    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
-        if offset < 0 or (n is not None and n < 0):
-            raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
-        if source is None:
-            raise VeriloopError(f"{self.name} needs a data file (--data PATH): {self.file_format}")
-        instances = self._read(Path(source))
-        end = None if n is None else offset + n
-        return instances[offset:end]
-
-    def _read(self, path: Path) -> list[Instance]:
-        raise NotImplementedError
 
     def parse_instance(self, raw: Any) -> Instance:
         """{"question": "..."} (or "problem", or the whole line as text), with an
@@ -175,19 +164,8 @@ class _ProgramOfThought(ModelCritiqued):
             )
         return Verdict(ok=True)
 
-    def score(self, instance: Instance, text: str | None) -> bool:
-        if text is None or instance.reference is None:
-            return False
-        return self.matches(self.extract_answer(instance, text), instance.reference)
-
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
-        shown = shown_errors(verdict, level)
-        if not shown:
-            return f"That program does not give the correct result. {_REASK}"
-        if level == "first":
-            return f"That program does not give the correct result: {shown[0].message}.\n{_REASK}"
-        problems = "\n".join(f"- {e.message}" for e in shown)
-        return f"That program does not give the correct result:\n{problems}\n{_REASK}"
+        return rejection_feedback(shown_errors(verdict, level), level, "That program does not give the correct result", _REASK)
 
     # ------------------------------------------------------------------ CRITIC
 
@@ -291,26 +269,7 @@ class SVAMP(_ProgramOfThought):
 
     def _read(self, path: Path) -> list[Instance]:
         hint = "expected " + self.file_format
-        try:
-            head = path.read_text(encoding="utf-8").lstrip()[:1]
-        except FileNotFoundError:
-            raise DataFileError(f"{path}: file not found; {hint}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
-        rows: list[tuple[str, dict[str, Any]]]
-        if head == "[":
-            try:
-                items = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise DataFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); {hint}") from None
-            rows = []
-            for i, item in enumerate(items, start=1):
-                if not isinstance(item, dict):
-                    raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
-                rows.append((f"item {i}", item))
-        else:
-            rows = [(f"line {n}", item) for n, item in json_objects(path, hint)]
+        rows = json_list_or_lines(path, hint)
         out = []
         for i, (where, item) in enumerate(rows, start=1):
             for key in ("Body", "Question"):

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import mathcheck
-from ..datafiles import json_objects
+from ..datafiles import json_list_or_lines
 from ..errors import DataFileError, VeriloopError
-from .base import Instance, Message, Verdict, VerdictError, shown_errors
+from .base import (
+    Instance, MatchesReference, Message, ReadsDataFile, Verdict, VerdictError, rejection_feedback, shown_errors,
+)
 from .math import GSM8K_FORMAT, MATH500_FORMAT, read_gsm8k, read_math500
 
 _SYSTEM = "You solve math problems step by step, one short step per line, and finish with the final answer."
@@ -97,7 +99,7 @@ def stated_answer(text: str) -> str | None:
 # --------------------------------------------------------------------------- domains
 
 
-class _StepByStep:
+class _StepByStep(ReadsDataFile, MatchesReference):
     """What the three datasets share; subclasses say how files look, what the answer
     line holds and how answers are compared."""
 
@@ -108,18 +110,6 @@ class _StepByStep:
     answer_rule: str  # what <final answer> must be, for prompts and feedback
 
     # ------------------------------------------------------------------ data
-
-    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
-        if offset < 0 or (n is not None and n < 0):
-            raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
-        if source is None:
-            raise VeriloopError(f"{self.name} needs a data file (--data PATH): {self.file_format}")
-        instances = self._read(Path(source))
-        end = None if n is None else offset + n
-        return instances[offset:end]
-
-    def _read(self, path: Path) -> list[Instance]:
-        raise NotImplementedError
 
     def parse_instance(self, raw: Any) -> Instance:
         """{"question": "..."} (or "problem", or the text itself), with an optional
@@ -203,11 +193,6 @@ class _StepByStep:
     def _missing_answer_message(self, text: str) -> str:
         return f"the reply has no 'Answer:' line giving the final answer; {self.format_rule()}"
 
-    def score(self, instance: Instance, text: str | None) -> bool:
-        if text is None or instance.reference is None:
-            return False
-        return self.matches(self.extract_answer(instance, text), instance.reference)
-
     # ------------------------------------------------------------------ feedback
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
@@ -215,12 +200,7 @@ class _StepByStep:
         if any(e.kind == "contradicted_step" for e in shown):
             return self._redo_from_step(shown)
         reask = f"Please solve the problem again: {self.format_rule()}."
-        if not shown:
-            return f"That solution does not reach the correct answer. {reask}"
-        if level == "first":
-            return f"That solution does not reach the correct answer: {shown[0].message}.\n{reask}"
-        problems = "\n".join(f"- {e.message}" for e in shown)
-        return f"That solution does not reach the correct answer:\n{problems}\n{reask}"
+        return rejection_feedback(shown, level, "That solution does not reach the correct answer", reask)
 
     def _redo_from_step(self, shown: list[VerdictError]) -> str:
         first = min(_step_number(e) for e in shown if e.kind == "contradicted_step")
@@ -356,31 +336,6 @@ def parse_options(raw: Any) -> dict[str, str] | None:
     return None
 
 
-def _json_items(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]]:
-    """(where, object) for a JSON list ("item N") or a JSONL file ("line N")."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataFileError(f"{path}: file not found; {hint}") from None
-    except IsADirectoryError:
-        raise DataFileError(f"{path}: is a folder, not a file; {hint}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DataFileError(f"{path}: cannot read the file ({reason}); {hint}") from None
-    if not text.lstrip().startswith("["):
-        return [(f"line {n}", item) for n, item in json_objects(path, hint)]
-    try:
-        items = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); {hint}") from None
-    rows = []
-    for i, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
-        rows.append((f"item {i}", item))
-    return rows
-
-
 def _mathqa_instance(path: Path, where: str, number: int, item: dict[str, Any], hint: str) -> Instance:
     problem = item.get("Problem")
     if not isinstance(problem, str) or not problem.strip():
@@ -405,7 +360,7 @@ def read_mathqa(path: Path) -> list[Instance]:
     """A MathQA file (JSON list or JSONL): id mathqa-<item number>, counted from 1 in
     the order of the file, the reference being the correct option's letter."""
     hint = "expected " + MATHQA_FORMAT
-    rows = _json_items(path, hint)
+    rows = json_list_or_lines(path, hint)
     return [_mathqa_instance(path, where, i, item, hint) for i, (where, item) in enumerate(rows, start=1)]
 
 

@@ -431,45 +431,33 @@ def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
     acc, tok = p["accuracy"], p["tokens_per_question"]
     styles = {"selfcheck": ("SelfCheck (weighted)", "tab:blue", "o"), "majority": ("majority voting", "tab:orange", "s"),
               "majority_all": ("majority voting", "tab:orange", "s"), "global": ("global checker (weighted)", "tab:green", "^")}
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    for key in ("selfcheck", "majority", "global"):
-        label, colour, marker = styles[key]
-        curve = acc[key]
-        if not curve:
-            continue
-        xs = range(1, len(curve) + 1)
-        means = [100 * m for m, _ in curve]
-        ses = [100 * s for _, s in curve]
-        ax.plot(xs, means, marker=marker, color=colour, label=label)
-        ax.fill_between(xs, [m - s for m, s in zip(means, ses)], [m + s for m, s in zip(means, ses)], color=colour, alpha=0.15)
-    ax.set_xlabel("solutions per question")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{dataset}: voting accuracy ± SE ({model})", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "accuracy_vs_solutions.png", dpi=120)
-    plt.close(fig)
+    def lines(ax, x_of: Callable[[str, int], list[float]], keys: tuple[str, ...], xlabel: str, title: str, name: str) -> None:
+        for key in keys:
+            label, colour, marker = styles[key]
+            curve = acc[key]
+            if not curve:
+                continue
+            xs = x_of(key, len(curve))
+            means = [100 * m for m, _ in curve][: len(xs)]
+            ses = [100 * s for _, s in curve][: len(xs)]
+            ax.plot(xs, means, marker=marker, color=colour, label=label, markersize=4)
+            ax.fill_between(xs, [m - s for m, s in zip(means, ses)], [m + s for m, s in zip(means, ses)], color=colour, alpha=0.15)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"{dataset}: {title} ({model})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out_dir / name, dpi=120)
+        plt.close(fig)
 
+    token_key = {"selfcheck": "selfcheck", "majority": "majority", "majority_all": "majority", "global": "global"}
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    for key, tkey in (("selfcheck", "selfcheck"), ("majority_all", "majority"), ("global", "global")):
-        label, colour, marker = styles[key]
-        curve = acc[key]
-        if not curve:
-            continue
-        xs = tok[tkey][: len(curve)]
-        means = [100 * m for m, _ in curve][: len(xs)]
-        ses = [100 * s for _, s in curve][: len(xs)]
-        ax.plot(xs, means, marker=marker, color=colour, label=label, markersize=4)
-        ax.fill_between(xs, [m - s for m, s in zip(means, ses)], [m + s for m, s in zip(means, ses)], color=colour, alpha=0.15)
-    ax.set_xlabel("tokens per question (prompt + completion)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{dataset}: accuracy against total tokens ({model})", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_dir / "accuracy_vs_tokens.png", dpi=120)
-    plt.close(fig)
+    lines(ax, lambda key, n: list(range(1, n + 1)), ("selfcheck", "majority", "global"), "solutions per question",
+          "voting accuracy ± SE", "accuracy_vs_solutions.png")
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    lines(ax, lambda key, n: tok[token_key[key]][:n], ("selfcheck", "majority_all", "global"),
+          "tokens per question (prompt + completion)", "accuracy against total tokens", "accuracy_vs_tokens.png")
 
     fig, ax = plt.subplots(figsize=(4.2, 4.0))
     for key, label, colour in (("verification", "SelfCheck", "tab:blue"), ("global_verification", "global checker", "tab:green")):
