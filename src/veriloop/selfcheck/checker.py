@@ -206,6 +206,16 @@ class StepChecker:
     async def check(self, question: str, solution: str, round: int = 1) -> SolutionCheck:
         return (await self.check_many(question, [(round, solution)]))[0]
 
+    async def check_global_many(self, question: str, solutions: Sequence[tuple[int, str]]) -> list[SolutionCheck]:
+        """The global check of several solutions, `concurrency` at a time."""
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(round: int, text: str) -> SolutionCheck:
+            async with gate:
+                return await self.check_global(question, text, round)
+
+        return list(await asyncio.gather(*(one(r, t) for r, t in solutions)))
+
     async def check_global(self, question: str, solution: str, round: int = 1) -> SolutionCheck:
         """The ablation: one call asks whether the whole solution is correct. Its verdict
         is scored like a one-step check (correct +1, incorrect -1, unreadable 0), so its

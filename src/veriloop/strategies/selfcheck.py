@@ -59,7 +59,7 @@ class SelfCheck(Strategy):
             question = question_text(domain, instance)
             solutions = list(enumerate(texts, start=1))
             if self.checker == "global":
-                checks = [await checker.check_global(question, text, r) for r, text in solutions]
+                checks = await checker.check_global_many(question, solutions)
             else:
                 checks = await checker.check_many(question, solutions)
             episode.trajectory.step_checks.extend(checks)
