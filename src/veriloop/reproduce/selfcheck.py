@@ -427,6 +427,7 @@ def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     acc, tok = p["accuracy"], p["tokens_per_question"]
     styles = {"selfcheck": ("SelfCheck (weighted)", "tab:blue", "o"), "majority": ("majority voting", "tab:orange", "s"),
@@ -453,6 +454,7 @@ def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
 
     token_key = {"selfcheck": "selfcheck", "majority": "majority", "majority_all": "majority", "global": "global"}
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     lines(ax, lambda key, n: list(range(1, n + 1)), ("selfcheck", "majority", "global"), "solutions per question",
           "voting accuracy ± SE", "accuracy_vs_solutions.png")
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
