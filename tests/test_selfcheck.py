@@ -424,6 +424,8 @@ def test_weighted_vote_beats_majority_on_the_same_solutions() -> None:
     assert t.final_answer == "17" and t.correct and t.stop_reason == "weighted_vote"
     assert [c.confidence for c in t.step_checks] == pytest.approx([confidence(2, 0)] * 2 + [1.0])
     assert [r.verdict.score for r in t.rounds] == pytest.approx([confidence(2, 0)] * 2 + [1.0])
+    assert [r.verdict.ok for r in t.rounds] == [False, False, True]
+    assert [e.where for e in t.rounds[0].verdict.errors] == ["step 1", "step 2"]
     checks = [c for c in t.calls if c.role == "check"]
     assert {c.stage for c in checks} == {"target", "collect", "regenerate", "compare"}
     assert sorted({c.round for c in checks}) == [1, 2, 3]

@@ -22,6 +22,7 @@ from typing import Any
 from .. import mathcheck
 from ..datafiles import json_list_or_lines
 from ..errors import DataFileError, VeriloopError
+from ..selfcheck.text import ANSWER_LINE
 from .base import (
     Instance, MatchesReference, Message, ReadsDataFile, Verdict, VerdictError, rejection_feedback, shown_errors,
 )
@@ -34,9 +35,6 @@ MATHQA_FORMAT = (
     'list of such strings) and "correct" (the letter of the right option), as in MathQA'
 )
 
-# A line that gives the final answer: optional markdown first, then "Answer:" or
-# "Final answer:" (the colon may be full-width, bold markers may close before it).
-_ANSWER_LINE_RE = re.compile(r"^[\s#*>_-]*(?:final\s+)?answer\s*(?:\*\*|__)?\s*[:：](.*)$", re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\boxed\s*\{")
 _STEP_WHERE_RE = re.compile(r"(\d+)")
 _LETTERS = "abcde"
@@ -87,7 +85,7 @@ def stated_answer(text: str) -> str | None:
     no such line, the last \\boxed{...}; otherwise None (no guessing from numbers)."""
     last = None
     for line in text.splitlines():
-        match = _ANSWER_LINE_RE.match(line)
+        match = ANSWER_LINE.match(line)
         if match:
             last = match.group(1)
     if last is not None:

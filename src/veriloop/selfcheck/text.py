@@ -16,12 +16,14 @@ import re
 _STEP_MARKER = re.compile(r"^[ \t>#*_-]*step[ \t]*(\d{1,4})[ \t]*[*_]*[ \t]*[:.)\-–][ \t*_]*", re.IGNORECASE | re.MULTILINE)
 # "1." or "1)" at the start of a line, for solutions written as a numbered list.
 _LIST_MARKER = re.compile(r"^[ \t]*(\d{1,4})[.)][ \t]+", re.MULTILINE)
-# The closing answer line is the solution's result, not a step of it.
-_ANSWER_LINE = re.compile(r"^[ \t>#*_]*(?:final[ \t]+)?answer[ \t]*[*_]*[ \t]*[:：]", re.IGNORECASE | re.MULTILINE)
+# A line that gives the final answer ("Answer: 18", "**Final answer:** 18", full-width
+# colon too), matched one line at a time; group 1 is what it states. It is the
+# solution's result, not a step of it.
+ANSWER_LINE = re.compile(r"^[\s#*>_-]*(?:final\s+)?answer\s*(?:\*\*|__)?\s*[:：](.*)$", re.IGNORECASE)
 
 
 def _without_answer_lines(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not _ANSWER_LINE.match(line))
+    return "\n".join(line for line in text.splitlines() if not ANSWER_LINE.match(line))
 
 
 def _split_at(text: str, marker: re.Pattern[str]) -> list[str]:

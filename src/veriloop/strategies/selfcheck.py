@@ -9,7 +9,7 @@ from ..domains.base import Domain, Instance, Verdict
 from ..episode import Episode
 from ..selfcheck.checker import CheckSettings, StepChecker
 from ..selfcheck.scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, answer_clusters, vote
-from ..verifiers.selfcheck import episode_ask, question_text
+from ..verifiers.selfcheck import DEFAULT_THRESHOLD, episode_ask, question_text, verdict_from_check
 from .base import Strategy
 
 
@@ -64,9 +64,9 @@ class SelfCheck(Strategy):
                 checks = await checker.check_many(question, solutions)
             episode.trajectory.step_checks.extend(checks)
             weights = [c.confidence for c in checks]
+            # Each round carries what the verifier would say of it at its default threshold.
             name = "selfcheck" if self.checker == "steps" else "global-check"
-            verdicts = [Verdict(ok=not c.contradicted and c.unrelated == 0 if c.checker == "steps" else c.confidence == 1.0,
-                                score=c.confidence, verifier=name) for c in checks]
+            verdicts = [verdict_from_check(c, DEFAULT_THRESHOLD, name) for c in checks]
         for r, (text, verdict) in enumerate(zip(texts, verdicts), start=1):
             episode.add_round(r, text, verdict)
         answers = [domain.extract_answer(instance, t) for t in texts]
