@@ -34,7 +34,7 @@ from llama_cpp import Llama
 
 from veriloop.domains import Instance, get_domain
 from veriloop.episode import Episode
-from veriloop.experiment.records import Trajectory
+from veriloop.records import Trajectory
 from veriloop.models import CachedModel, CallCache, GenParams, load_backend
 from veriloop.models.llamacpp import DEFAULT_N_BATCH, DEFAULT_N_CTX, _aligned_llama_class
 from veriloop.models.packs import verified_pack_path

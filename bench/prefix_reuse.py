@@ -20,7 +20,7 @@ from pathlib import Path
 
 from veriloop.domains import get_domain
 from veriloop.episode import Episode
-from veriloop.experiment.records import Trajectory
+from veriloop.records import Trajectory
 from veriloop.models import load_backend
 from veriloop.strategies import parse_strategy
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from veriloop.domains import Instance
 from veriloop.episode import Episode
-from veriloop.experiment.records import Trajectory
+from veriloop.records import Trajectory
 from veriloop.models.base import Completion, GenParams
 from veriloop.selfcheck import (
     CheckSettings,

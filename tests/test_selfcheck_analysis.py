@@ -9,7 +9,7 @@ import pytest
 
 from test_cli import assert_one_line_error, veriloop
 from veriloop.domains import Instance
-from veriloop.experiment.records import SolutionCheck, StepCheck
+from veriloop.selfcheck.records import SolutionCheck, StepCheck
 from veriloop.reproduce.selfcheck import (
     Question,
     Solution,

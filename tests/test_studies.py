@@ -9,7 +9,7 @@ import json
 import pytest
 
 from veriloop.domains import get_domain
-from veriloop.experiment.records import RoundRecord, Trajectory
+from veriloop.records import RoundRecord, Trajectory
 from veriloop.models import CachedModel, CallCache
 from veriloop.reproduce.self_verification import CONDITIONS, accuracy_by_round, reproduce
 from veriloop.studies.verification import JudgedItem, run_verification_study, score_verifier

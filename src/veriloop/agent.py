@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .domains.base import Instance, Message, Verdict, VerdictError
+from .records import Instance, Message, Verdict, VerdictError
 from .episode import Episode
-from .experiment.records import Trajectory
+from .records import Trajectory
 from .models.base import Model
 from .react import observation_message, parse_action
 from .tools.base import Observation, Toolbox

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .domains.base import Domain, Instance, Message, Verdict
+from .domains.base import Domain
+from .records import Instance, Message, Verdict
 from .errors import VeriloopError
-from .experiment.records import CallRecord, Role, RoundRecord, ToolRecord, Trajectory
+from .records import CallRecord, Role, RoundRecord, ToolRecord, Trajectory
 from .models.base import Completion, GenParams, Model
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ llm     a critique the model writes itself (one `critique` call)
 
 from __future__ import annotations
 
-from .domains.base import Domain, Instance, Message, Verdict, VerdictError
+from .domains.base import Domain
+from .records import Instance, Message, Verdict, VerdictError
 from .episode import Episode
 from .errors import VeriloopError
 

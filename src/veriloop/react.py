@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .domains.base import Message
+from .records import Message
 from .episode import Episode
-from .experiment.records import Role
+from .records import Role
 from .models.base import GenParams
 from .tools.base import Observation
 

@@ -1,55 +1,16 @@
-"""The records every domain, verifier, feedback policy and metric share."""
+"""What a domain is (the `Domain` protocol and the optional `SupportsStudies` and
+`CriticTask` capabilities), with mixins and helpers domains share. The records they speak
+(Instance, Verdict, ...) live in veriloop.records and are re-exported here for domain
+authors."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from ..records import Candidate, Instance, Message, Verdict, VerdictError
 
-Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
-
-
-class Instance(BaseModel):
-    """One problem of a domain. `data` is the domain's own JSON-serialisable payload."""
-
-    id: str
-    data: dict[str, Any]
-    reference: Any | None = None
-
-
-class VerdictError(BaseModel):
-    """One thing wrong with an answer, in the order a checker found it."""
-
-    kind: str
-    message: str
-    where: str | None = None
-
-
-class Candidate(BaseModel):
-    """A candidate answer for the verification studies: written as a model would write
-    it, with its kind and the sound verifier's ground truth."""
-
-    kind: str  # "correct" | "ablated" (exactly one thing wrong) | "non_optimal" | "random" | "llm"
-    text: str
-    correct: bool
-    note: str = ""  # what was changed, for ablations (e.g. "vertex 3 recoloured Color2")
-
-
-class Verdict(BaseModel):
-    """The one currency between verifiers, feedback policies and metrics.
-
-    `malformed` means the answer could not even be read as an answer of the domain.
-    `unreadable` marks a verdict that came from a judge whose own reply could not be
-    parsed: it counts as a rejection but is kept apart so studies can report it.
-    """
-
-    ok: bool
-    errors: list[VerdictError] = Field(default_factory=list)
-    malformed: bool = False
-    score: float | None = None
-    unreadable: bool = False
-    verifier: str = "sound"
+__all__ = ["Candidate", "CriticTask", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError"]
 
 
 @runtime_checkable

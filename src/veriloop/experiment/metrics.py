@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from .records import Trajectory
+from ..records import Trajectory
 
 
 class StrategySummary(BaseModel):

@@ -23,7 +23,7 @@ from ..strategies.base import Strategy
 from ..tools.base import Toolbox
 from .jsonl import append_record, load_records
 from .metrics import StrategySummary, summarise
-from .records import Trajectory
+from ..records import Trajectory
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"

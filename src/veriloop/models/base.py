@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-Message = dict[str, str]
+from ..records import Message
 
 
 @dataclass(frozen=True)

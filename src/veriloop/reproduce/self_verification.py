@@ -19,7 +19,7 @@ from pathlib import Path
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
 from ..experiment.metrics import StrategySummary
-from ..experiment.records import Trajectory
+from ..records import Trajectory
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
 from ..strategies import parse_strategy

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
-from ..experiment.records import SolutionCheck, Trajectory
+from ..records import Trajectory
+from ..selfcheck.records import SolutionCheck
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
 from ..selfcheck.arithmetic import arithmetic_label

@@ -1,19 +1,33 @@
 """SelfCheck (Miao, Teh and Rainforth): check each step of a chain of thought by
 regenerating it independently, turn the step results into a confidence, and vote with it.
 
+    records.py  what each stage said of each step, and a solution's confidence
     text.py     steps of a solution, facts of a question, the checker's replies
     checker.py  the four-stage step checker and the single-call global checker
     scoring.py  the confidence function and (weighted) voting over answer clusters
 
 The verifier (verifiers/selfcheck.py) and the strategy (strategies/selfcheck.py) put
 these into loops; reproduce/selfcheck.py evaluates them.
+
+Names are imported on first use: the ground-floor records module imports
+`selfcheck.records`, which must not pull the checker (and the whole engine) with it.
 """
 
-from .checker import CheckSettings, StepChecker, check_solution, model_ask
-from .scoring import answer_clusters, confidence, vote
-from .text import parse_comparison, parse_global, parse_used, split_facts, split_steps
+from __future__ import annotations
 
-__all__ = [
-    "CheckSettings", "StepChecker", "answer_clusters", "check_solution", "confidence", "model_ask",
-    "parse_comparison", "parse_global", "parse_used", "split_facts", "split_steps", "vote",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CheckSettings": "checker", "StepChecker": "checker", "check_solution": "checker", "model_ask": "checker",
+    "answer_clusters": "scoring", "confidence": "scoring", "vote": "scoring",
+    "parse_comparison": "text", "parse_global": "text", "parse_used": "text", "split_facts": "text",
+    "split_steps": "text", "SolutionCheck": "records", "StepCheck": "records",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'veriloop.selfcheck' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from ..experiment.records import SolutionCheck, StepCheck
+from .records import SolutionCheck, StepCheck
 from ..models.base import GenParams, Message, Model
 from .scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, confidence
 from .text import parse_comparison, parse_global, parse_used, split_facts, split_steps

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ..verdict_text import parse_verdict
+
 # --------------------------------------------------------------------------- solutions
 
 # "Step 3:", "**Step 3.**", "### Step 3 -", "Step 3)" at the start of a line.
@@ -175,7 +177,5 @@ def parse_comparison(reply: str) -> tuple[int, bool]:
 def parse_global(reply: str) -> tuple[int, bool]:
     """+1 (correct) or -1 (incorrect) from the single-call checker's last "Verdict:" line
     (read as CRITIC's critiques are); (0, False) when there is none."""
-    from ..verifiers.critic import parse_verdict
-
     ok = parse_verdict(reply)
     return (0, False) if ok is None else (1 if ok else -1, True)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from ..errors import VeriloopError
 from .backprompt import Backprompt
 from .base import Strategy
+from .best_of_n import BestOfN
 from .critic import Critic, React, RejectionSampling
 from .sampling import Sampling
 from .self_consistency import SelfConsistency
@@ -18,13 +19,15 @@ from .selfcheck import SelfCheck
 from .standard import Standard
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck)
+    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN)
 }
 
 
-def parse_strategy(spec: str, defaults: dict[str, object] | None = None) -> Strategy:
+def parse_strategy(spec: "str | Strategy", defaults: dict[str, object] | None = None) -> Strategy:
     """Build a strategy from its spec. `defaults` (from --max-rounds, --k) fill options the
-    strategy has and the spec leaves unset."""
+    strategy has and the spec leaves unset. A Strategy object is returned as it is."""
+    if isinstance(spec, Strategy):
+        return spec
     name, _, rest = spec.strip().partition(":")
     name = name.strip()
     if name not in STRATEGIES:

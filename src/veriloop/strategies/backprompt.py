@@ -5,7 +5,7 @@ from pydantic import Field
 from ..episode import Episode
 from ..feedback import render_feedback
 from ..verifiers import get_verifier
-from .base import FeedbackLevel, Strategy, VerifierName, attempt
+from .base import FeedbackLevel, Strategy, VerifierSpec, attempt
 
 
 class Backprompt(Strategy):
@@ -15,7 +15,7 @@ class Backprompt(Strategy):
         "or after max_rounds (the last answer is the output)"
     )
 
-    verifier: VerifierName = "sound"
+    verifier: VerifierSpec = "sound"
     feedback: FeedbackLevel = "first"
     max_rounds: int = Field(15, ge=1)
     temperature: float = 0.0

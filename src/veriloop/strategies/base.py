@@ -7,33 +7,47 @@ trajectories are resumed: changing an option never reuses results made without i
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from ..domains.base import Message, Verdict
+from ..records import Message, Verdict
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..feedback import check_level
 from ..models.base import GenParams
-from ..verifiers import Verifier, get_verifier
+from ..checks import FunctionCheck
+from ..verifiers import VERIFIERS, Verifier, get_verifier
 
 
-def _known_verifier(name: str) -> str:
-    try:
-        get_verifier(name)
-    except VeriloopError as exc:  # pydantic reports ValueErrors as option errors
-        raise ValueError(str(exc)) from None
-    return name
+def _verifier_spec(value: object) -> object:
+    """A verifier name (checked now, so a typo fails before the run), a verifier object
+    (anything with `name` and an async `verify`), or a check function, made a verifier."""
+    if isinstance(value, str):
+        try:
+            get_verifier(value)
+        except VeriloopError as exc:  # pydantic reports ValueErrors as option errors
+            raise ValueError(str(exc)) from None
+        return value
+    if hasattr(value, "verify") and hasattr(value, "name"):
+        return value
+    if callable(value):
+        return FunctionCheck(value)
+    raise ValueError(
+        f"a verifier is a name ({', '.join(VERIFIERS)}), an object with verify(), or a check function, "
+        f"not {type(value).__name__}"
+    )
 
 
 # Option types shared by every strategy that takes them.
-VerifierName = Annotated[str, AfterValidator(_known_verifier)]
+VerifierSpec = Annotated[Any, AfterValidator(_verifier_spec)]
+# The same, or None for "no such verifier" (left out of the canonical name when unset).
+OptionalVerifierSpec = Annotated[Any, AfterValidator(lambda v: None if v is None else _verifier_spec(v))]
 FeedbackLevel = Annotated[str, AfterValidator(check_level)]
 
 
 class Strategy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     kind: ClassVar[str]
     summary: ClassVar[str]
@@ -50,6 +64,8 @@ class Strategy(BaseModel):
 
 
 def _fmt(value: object) -> str:
+    if not isinstance(value, (str, int, float, bool)) and hasattr(value, "name"):
+        return str(value.name)  # a verifier object or check function: its label
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

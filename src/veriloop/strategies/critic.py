@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Message, Verdict, VerdictError
+from ..records import Message, Verdict, VerdictError
 from ..episode import Episode
 from ..react import react, tool_protocol
 from ..verifiers.critic import CriticVerifier, as_critic_task

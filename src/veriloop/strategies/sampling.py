@@ -4,7 +4,7 @@ from pydantic import Field
 
 from ..episode import Episode
 from ..verifiers import get_verifier
-from .base import Strategy, VerifierName, attempt
+from .base import Strategy, VerifierSpec, attempt
 
 
 class Sampling(Strategy):
@@ -13,7 +13,7 @@ class Sampling(Strategy):
 
     k: int = Field(15, ge=1)
     temperature: float = 1.0
-    verifier: VerifierName = "sound"
+    verifier: VerifierSpec = "sound"
 
     async def run(self, episode: Episode) -> None:
         verifier = get_verifier(self.verifier)

@@ -5,12 +5,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Domain, Instance, Verdict
+from ..domains.base import Domain
+from ..records import Instance, Verdict
 from ..episode import Episode
 from ..selfcheck.checker import CheckSettings, StepChecker
 from ..selfcheck.scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, answer_clusters, vote
 from ..verifiers.selfcheck import DEFAULT_THRESHOLD, episode_ask, question_text, verdict_from_check
-from .base import Strategy
+from ..verifiers import get_verifier
+from .base import OptionalVerifierSpec, Strategy
 
 
 def same_answer(domain: Domain, instance: Instance) -> Callable[[str, str], bool]:
@@ -32,7 +34,8 @@ class SelfCheck(Strategy):
     summary = (
         "n sampled step-by-step solutions, each checked step by step (target, information, regeneration, "
         "comparison) into a confidence; output the answer with the largest summed confidence "
-        "(vote=majority: equal weights; checker=global: one checking call per solution)"
+        "(vote=majority: equal weights; checker=global: one checking call per solution; gate=VERIFIER: only "
+        "solutions it accepts vote)"
     )
 
     n: int = Field(5, ge=1)
@@ -42,6 +45,7 @@ class SelfCheck(Strategy):
     lambda_contradict: float = Field(LAMBDA_CONTRADICT, ge=0)
     lambda_unrelated: float = Field(LAMBDA_UNRELATED, ge=0)
     max_steps: int = Field(20, ge=1)
+    gate: OptionalVerifierSpec = None
 
     async def run(self, episode: Episode) -> None:
         domain, instance = episode.domain, episode.instance
@@ -67,11 +71,22 @@ class SelfCheck(Strategy):
             # Each round carries what the verifier would say of it at its default threshold.
             name = "selfcheck" if self.checker == "steps" else "global-check"
             verdicts = [verdict_from_check(c, DEFAULT_THRESHOLD, name) for c in checks]
+        admitted = [True] * len(texts)
+        if self.gate is not None:
+            # The gate runs after the checks so its calls follow theirs in the records;
+            # a solution it rejects carries the gate's verdict and does not vote.
+            gate = get_verifier(self.gate)
+            for i, text in enumerate(texts):
+                gate_verdict = await gate.verify(episode, text, i + 1)
+                if not gate_verdict.ok:
+                    admitted[i], verdicts[i] = False, gate_verdict
         for r, (text, verdict) in enumerate(zip(texts, verdicts), start=1):
             episode.add_round(r, text, verdict)
         answers = [domain.extract_answer(instance, t) for t in texts]
-        result = vote(answer_clusters(answers, same_answer(domain, instance)), weights)
+        clusters = answer_clusters(answers, same_answer(domain, instance))
+        result = vote([c if ok else None for c, ok in zip(clusters, admitted)], weights)
         if result.winner is None:
-            episode.finish(texts[0], "no_answer")
+            gated_out = any(c is not None for c in clusters)
+            episode.finish(texts[0], "gate_rejected_all" if gated_out else "no_answer")
             return
         episode.finish(texts[result.winner], f"{self.vote}_vote")

@@ -24,7 +24,7 @@ from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.jsonl import append_record, load_records
 from ..experiment.metrics import wilson_interval
-from ..experiment.records import Trajectory
+from ..records import Trajectory
 from ..feedback import critique_messages
 from ..models.base import Model
 from ..verifiers.llm_judge import LLMJudge

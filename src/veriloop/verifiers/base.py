@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..domains.base import Verdict
+from ..records import Verdict
 from ..episode import Episode
 
 

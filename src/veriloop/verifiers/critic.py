@@ -12,23 +12,21 @@ model writes its queries and answers them itself.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from ..domains.base import CriticTask, Domain, Message, Verdict, VerdictError
+from ..domains.base import CriticTask, Domain
+from ..records import Message, Verdict, VerdictError
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..react import observation_message, react, self_evidence_protocol, tool_protocol
 from ..tools.base import Observation
+from ..verdict_text import parse_verdict
 
 CRITIC_SYSTEM = "You check answers to problems carefully, using evidence, and write a critique of them."
 VERDICT_LINE = 'End with a line that is exactly "Verdict: correct" if the answer is right, or "Verdict: incorrect" if it is not.'
 WRAP_UP = f"You have used all your tool calls. Write your critique now from the evidence you have. {VERDICT_LINE}"
 MAX_SHOWN_CHARS = 3000
-_VERDICT = re.compile(
-    r"verdict\W{0,3}\s*(?:is\s*)?\W{0,3}(correct|incorrect|wrong|right|true|false|not correct)\b", re.IGNORECASE
-)
-_OK = {"correct": True, "right": True, "true": True, "incorrect": False, "wrong": False, "false": False, "not correct": False}
+
 
 
 def as_critic_task(domain: Domain) -> CriticTask:
@@ -38,12 +36,6 @@ def as_critic_task(domain: Domain) -> CriticTask:
             "use gsm8k, math500, svamp, hotpotqa or toxicity"
         )
     return domain
-
-
-def parse_verdict(text: str) -> bool | None:
-    """The last "Verdict: correct|incorrect" in a critique; None when there is none."""
-    found = list(_VERDICT.finditer(text))
-    return _OK[found[-1].group(1).lower()] if found else None
 
 
 @dataclass

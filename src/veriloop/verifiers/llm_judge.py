@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from ..domains.base import Verdict, VerdictError
+from ..records import Verdict, VerdictError
 from ..episode import Episode
 
 JUDGE_SYSTEM = "You are a careful checker. You decide whether a proposed answer to a problem is correct."

@@ -5,9 +5,10 @@ the model to redo the solution from the first contradicted step."""
 
 from __future__ import annotations
 
-from ..domains.base import Domain, Instance, Verdict, VerdictError
+from ..domains.base import Domain
+from ..records import Instance, Verdict, VerdictError
 from ..episode import Episode
-from ..experiment.records import SolutionCheck
+from ..selfcheck.records import SolutionCheck
 from ..selfcheck.checker import Ask, CheckSettings, StepChecker
 
 # Rejects any solution with a contradicted step (w = 0.54 for one) or with three or more

@@ -1,4 +1,10 @@
-"""Trajectories: everything one strategy did on one instance, written as JSON lines."""
+"""The ground floor: the vocabulary and the records every other module shares.
+
+Instances, verdicts and messages are what domains, verifiers and feedback speak; calls,
+rounds, tool calls and trajectories are what a loop leaves behind (one JSON line per
+trajectory). This module imports nothing of veriloop's but SelfCheck's own records, so
+any layer may import it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,52 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..domains.base import Message, Verdict
+from .selfcheck.records import SolutionCheck
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+
+
+class Instance(BaseModel):
+    """One problem of a domain. `data` is the domain's own JSON-serialisable payload."""
+
+    id: str
+    data: dict[str, Any]
+    reference: Any | None = None
+
+
+class VerdictError(BaseModel):
+    """One thing wrong with an answer, in the order a checker found it."""
+
+    kind: str
+    message: str
+    where: str | None = None
+
+
+class Candidate(BaseModel):
+    """A candidate answer for the verification studies: written as a model would write
+    it, with its kind and the sound verifier's ground truth."""
+
+    kind: str  # "correct" | "ablated" (exactly one thing wrong) | "non_optimal" | "random" | "llm"
+    text: str
+    correct: bool
+    note: str = ""  # what was changed, for ablations (e.g. "vertex 3 recoloured Color2")
+
+
+class Verdict(BaseModel):
+    """The one currency between verifiers, feedback policies and metrics.
+
+    `malformed` means the answer could not even be read as an answer of the domain.
+    `unreadable` marks a verdict that came from a judge whose own reply could not be
+    parsed: it counts as a rejection but is kept apart so studies can report it.
+    """
+
+    ok: bool
+    errors: list[VerdictError] = Field(default_factory=list)
+    malformed: bool = False
+    score: float | None = None
+    unreadable: bool = False
+    verifier: str = "sound"
+
 
 # generate: an answer from the base prompt; correct: a rewrite conditioned on a critique;
 # verify: a judgement (with or without tools); critique: free-text feedback; check: one
@@ -29,42 +80,6 @@ class CallRecord(BaseModel):
     # solution (its round) and step the call checked.
     stage: str | None = None
     step: int | None = None
-
-
-class StepCheck(BaseModel):
-    """SelfCheck on one step: what each of the four stages said, and r = +1 (the
-    regenerated result supports the step), -1 (contradicts it) or 0 (not related, or a
-    comparison reply that could not be read: `unreadable`)."""
-
-    index: int  # 1-based step number
-    text: str
-    target: str = ""
-    facts_used: list[int] = Field(default_factory=list)  # 1-based, into the question's facts
-    steps_used: list[int] = Field(default_factory=list)  # 1-based, earlier steps only
-    collection_unreadable: bool = False  # no index could be read: every fact and step was given
-    regenerated: str = ""
-    comparison: str = ""
-    result: int = 0
-    unreadable: bool = False
-
-
-class SolutionCheck(BaseModel):
-    """SelfCheck (or the single-call global checker) on one solution."""
-
-    round: int  # the round (solution number) of the trajectory it checks
-    checker: str  # "steps" | "global"
-    steps_total: int
-    steps_checked: int
-    max_steps: int | None = None  # the cap in force, recorded so capped checks are visible
-    steps: list[StepCheck] = Field(default_factory=list)
-    contradicted: list[int] = Field(default_factory=list)
-    unrelated: int = 0
-    confidence: float
-    global_reply: str | None = None
-
-    @property
-    def capped(self) -> bool:
-        return self.steps_checked < self.steps_total
 
 
 class ToolRecord(BaseModel):

@@ -1,0 +1,295 @@
+"""A task from plain records: rows of fields, a prompt template and a check function.
+
+`Task` is a full `Domain`, so every strategy, feedback level, the runner, the cache and
+the records work on it unchanged, with no subclass to write:
+
+    task = Task.from_jsonl("questions.jsonl", prompt="Q: {question}\\nA:", check=is_valid,
+                           reference_field="answer")
+
+Inside a loop the built-in `sound` verifier runs the task's check. Ground truth (what
+accuracy counts) is the reference field when there is one, compared after normalising
+case, spaces and numbers; without a reference it is the check itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import math
+import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+from .checks import CheckFunction, FunctionCheck
+from .domains.base import rejection_feedback, shown_errors
+from .errors import DataFileError, VeriloopError
+from .records import Instance, Message, Verdict
+
+PromptSpec = Union[str, Callable[[Any], Union[str, Sequence[Message]]]]
+
+DEFAULT_REJECTION = "Your answer is not correct"
+DEFAULT_REASK = "Please give a corrected answer."
+
+
+def normalise(text: str) -> str:
+    """Case- and space-insensitive form of an answer, as a number when it is one."""
+    cleaned = " ".join(str(text).strip().strip(".").split()).casefold()
+    number = _number(cleaned)
+    if number is not None:
+        return repr(number) if not number.is_integer() else str(int(number))
+    return cleaned
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", "").removeprefix("$"))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def same_answer(answer: str, reference: Any) -> bool:
+    """The default comparison with a reference: equal numbers (to 1e-9, relatively), or
+    equal text up to case and spacing."""
+    a, b = _number(str(answer).strip()), _number(str(reference).strip())
+    if a is not None and b is not None:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return normalise(answer) == normalise(str(reference))
+
+
+class Task:
+    """A domain made of records. `rows` are mappings (dicts, JSON objects); `prompt` is a
+    `str.format` template over a row's fields ("Solve: {question}") or a function from
+    the row to the prompt text or to chat messages; `check(row, answer)` is a check
+    function (see veriloop.checks) or None. `extract(reply)` picks the answer out of a
+    reply (default: the whole reply, stripped). `compare(answer, reference)` decides
+    ground truth against `reference_field` (default: `same_answer`). `rejection` and
+    `reask` word the backprompt: "<rejection>: <error>.\\n<reask>"."""
+
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        prompt: PromptSpec,
+        check: CheckFunction | None = None,
+        *,
+        reference_field: str | None = None,
+        id_field: str | None = None,
+        name: str = "task",
+        system: str | None = None,
+        extract: Callable[[str], str | None] | None = None,
+        compare: Callable[[str, Any], bool] | None = None,
+        answer_tokens: int = 512,
+        rejection: str = DEFAULT_REJECTION,
+        reask: str = DEFAULT_REASK,
+        description: str | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description or f"a task of {name!r} from records"
+        self.answer_tokens = answer_tokens
+        self.prompt_spec = prompt
+        self.system = system
+        self.reference_field = reference_field
+        self.id_field = id_field
+        self.rejection = rejection
+        self.reask = reask
+        self._extract = extract
+        self._compare = compare or same_answer
+        self.check_function = check
+        self.checker = FunctionCheck(check) if check is not None else None
+        self._rows: dict[str, Any] = {}
+        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        self.instances: list[Instance] = []
+        for position, row in enumerate(rows, start=1):
+            if not isinstance(row, Mapping):
+                raise VeriloopError(f"{name}: record {position} is a {type(row).__name__}, not a mapping of fields")
+            instance = self._instance(row, default_id=str(position))
+            if instance.id in self._rows:
+                raise VeriloopError(f"{name}: two records have the id {instance.id!r} (field {id_field!r})")
+            self._rows[instance.id] = row
+            self.instances.append(instance)
+        if isinstance(prompt, str):
+            self._check_template(prompt)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_records(cls, rows: Iterable[Mapping[str, Any]], prompt: PromptSpec, check: CheckFunction | None = None,
+                     **options: Any) -> "Task":
+        """A task from an iterable of mappings (see the class for the options)."""
+        return cls(rows, prompt, check, **options)
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, prompt: PromptSpec, check: CheckFunction | None = None,
+                   **options: Any) -> "Task":
+        """A task from a JSON-lines file, one object per line (blank lines skipped). The
+        task is named after the file unless `name` is given."""
+        path = Path(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataFileError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        rows = []
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise DataFileError(f"{path}, line {lineno}: not JSON ({exc.args[0]})") from None
+            if not isinstance(row, dict):
+                raise DataFileError(f"{path}, line {lineno}: expected a JSON object of fields, got a {type(row).__name__}")
+            rows.append(row)
+        if not rows:
+            raise DataFileError(f"{path} holds no records (expected one JSON object per line)")
+        options.setdefault("name", path.stem)
+        options.setdefault("description", f"records of {path}")
+        return cls(rows, prompt, check, **options)
+
+    @classmethod
+    def single(cls, prompt: str | Sequence[Message], check: CheckFunction | None = None, *, instance: Any = None,
+               **options: Any) -> "Task":
+        """A one-instance task: the prompt as given (text or chat messages); the check
+        receives `instance` (default: the prompt itself) and the answer."""
+        fixed = prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
+        options.setdefault("name", "prompt")
+        task = cls([{}], lambda _row: fixed, check, **options)
+        task._rows[task.instances[0].id] = prompt if instance is None else instance
+        return task
+
+    def _instance(self, row: Mapping[str, Any], default_id: str) -> Instance:
+        ident = default_id
+        if self.id_field is not None:
+            if self.id_field not in row:
+                raise VeriloopError(f"{self.name}: record {default_id} has no id field {self.id_field!r}")
+            ident = str(row[self.id_field])
+        reference = None
+        if self.reference_field is not None:
+            if self.reference_field not in row:
+                raise VeriloopError(
+                    f"{self.name}: record {ident} has no reference field {self.reference_field!r} "
+                    f"(its fields: {', '.join(map(str, row)) or 'none'})"
+                )
+            reference = row[self.reference_field]
+        return Instance(id=ident, data=_jsonable(row), reference=_jsonable(reference))
+
+    def _check_template(self, template: str) -> None:
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        except ValueError as exc:
+            raise VeriloopError(f"{self.name}: bad prompt template {template!r}: {exc}") from None
+        for field in fields:
+            key = field.split(".")[0].split("[")[0]
+            if not key or key.isdigit():
+                raise VeriloopError(f"{self.name}: the prompt template names fields ({{question}}), not {{{field}}}")
+            for instance in self.instances:
+                if key not in self._rows[instance.id]:
+                    raise VeriloopError(
+                        f"{self.name}: record {instance.id} has no field {key!r} used by the prompt template "
+                        f"(its fields: {', '.join(map(str, self._rows[instance.id])) or 'none'})"
+                    )
+
+    # ------------------------------------------------------------------ the Domain protocol
+
+    def user_instance(self, instance: Instance) -> Any:
+        """What a check function receives as its instance: the record as the user gave it."""
+        return self._rows.get(instance.id, instance.data)
+
+    def parse_instance(self, raw: dict[str, Any]) -> Instance:
+        instance = self._instance(raw, default_id=str(len(self._rows) + 1))
+        self._rows.setdefault(instance.id, raw)
+        return instance
+
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        if source is not None:
+            raise VeriloopError(f"{self.name} is made of its own records; it reads no data file ({source})")
+        if offset < 0 or (n is not None and n < 0):
+            raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
+        return self.instances[offset: None if n is None else offset + n]
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        row = self.user_instance(instance)
+        if isinstance(self.prompt_spec, str):
+            rendered: Any = self.prompt_spec.format(**row)
+        else:
+            rendered = self.prompt_spec(row)
+        if isinstance(rendered, str):
+            messages: list[Message] = [{"role": "user", "content": rendered}]
+        else:
+            messages = [dict(m) for m in rendered]
+            if not messages or any(set(m) != {"role", "content"} for m in messages):
+                raise VeriloopError(f"{self.name}: the prompt function must return text or role/content messages")
+        if self.system is not None and messages[0]["role"] != "system":
+            messages.insert(0, {"role": "system", "content": self.system})
+        return messages
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        if self._extract is not None:
+            return self._extract(text)
+        return text.strip() or None
+
+    def canonical(self, instance: Instance, answer: str | None) -> str | None:
+        return None if answer is None else normalise(answer)
+
+    def matches(self, answer: str, reference: Any) -> bool:
+        return bool(self._compare(answer, reference))
+
+    async def averify(self, instance: Instance, text: str) -> Verdict:
+        """The check on a reply (what the `sound` verifier calls on a task)."""
+        if self.checker is None:
+            raise VeriloopError(
+                f"{self.name} has no check function, so the sound verifier cannot judge it; give check=... "
+                "(--check on the command line) or use verifier=llm"
+            )
+        key = (instance.id, text)
+        if key not in self._verdicts:
+            answer = self.extract_answer(instance, text)
+            self._verdicts[key] = await self.checker.check(
+                instance, self.user_instance(instance), text if answer is None else answer
+            )
+        return self._verdicts[key]
+
+    def verify(self, instance: Instance, text: str) -> Verdict:
+        """The check, outside an event loop (an async check runs on a helper thread)."""
+        key = (instance.id, text)
+        if key in self._verdicts:
+            return self._verdicts[key]
+        coroutine = self.averify(instance, text)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        # Called from inside a loop (ground truth of a reply no verifier looked at): the
+        # check gets a loop of its own on another thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coroutine).result()
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        if text is None:
+            return False
+        if self.reference_field is not None:
+            answer = self.extract_answer(instance, text)
+            return answer is not None and instance.reference is not None and self.matches(answer, instance.reference)
+        if self.checker is None:
+            return False
+        return self.verify(instance, text).ok
+
+    def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
+        return rejection_feedback(shown_errors(verdict, level), level, self.rejection, self.reask)
+
+    def judge_task(self, instance: Instance) -> str:
+        return "\n\n".join(m["content"] for m in self.prompt(instance) if m["role"] == "user")
+
+    def __repr__(self) -> str:
+        check = self.checker.name if self.checker else None
+        return f"Task({self.name!r}, {len(self.instances)} records, check={check})"
+
+
+def _jsonable(value: Any) -> Any:
+    """The value as JSON would carry it (records may hold tuples, sets, dates...)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
