@@ -1,3 +1,69 @@
-"""veriloop: LLM self-verification and self-correction loops with swappable parts."""
+"""veriloop: LLM self-verification and self-correction loops with swappable parts.
+
+The public API, importable from here (names load on first use, so `import veriloop` is
+cheap for the command line):
+
+- `correct(model, prompt, check, ...)` / `acorrect`: one prompt, corrected until the
+  check passes or the budget ends; returns a `Result`.
+- `Task.from_records(rows, prompt=..., check=...)` / `Task.from_jsonl(path, ...)`: a task
+  from plain records; `evaluate(task, strategies, model=..., out=...)` / `aevaluate`: every
+  strategy on every instance, resumable, returns a `Summary` per strategy.
+- `model(spec, ...)`: a model from an id, a function, an object or an OpenAI client.
+- `strategy(spec)`, `verifier(name)`, `FunctionCheck`, `Verdict`, `VerdictError`:
+  the pieces, for users who assemble their own loops.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
+    "toolbox": "api", "Result": "api", "Summary": "api",
+    "Task": "task",
+    "FunctionCheck": "checks", "CheckError": "checks", "load_check": "checks",
+    "Verdict": "records", "VerdictError": "records", "Instance": "records", "Trajectory": "records",
+    "CallRecord": "records", "RoundRecord": "records", "Message": "records",
+    "Completion": "models", "GenParams": "models", "Model": "models", "FunctionModel": "models",
+    "CallCache": "models", "CachedModel": "models", "VeriloopWarning": "models",
+    "Strategy": "strategies", "STRATEGIES": "strategies",
+    "VERIFIERS": "verifiers", "Verifier": "verifiers",
+    "Domain": "domains", "DOMAINS": "domains",
+    "Tool": "tools", "Toolbox": "tools", "Observation": "tools",
+    "VeriloopError": "errors",
+}
+_RENAMED = {"strategy": ("strategies", "parse_strategy"), "verifier": ("verifiers", "get_verifier"),
+            "domain": ("domains", "get_domain")}
+
+__all__ = sorted([*_EXPORTS, *_RENAMED, "__version__"])
+
+if TYPE_CHECKING:
+    from .api import Result, Summary, acorrect, aevaluate, correct, evaluate, model, toolbox
+    from .checks import CheckError, FunctionCheck, load_check
+    from .domains import DOMAINS, Domain
+    from .domains import get_domain as domain
+    from .errors import VeriloopError
+    from .models import CachedModel, CallCache, Completion, FunctionModel, GenParams, Model, VeriloopWarning
+    from .records import CallRecord, Instance, Message, RoundRecord, Trajectory, Verdict, VerdictError
+    from .strategies import STRATEGIES, Strategy
+    from .strategies import parse_strategy as strategy
+    from .task import Task
+    from .tools import Observation, Tool, Toolbox
+    from .verifiers import VERIFIERS, Verifier
+    from .verifiers import get_verifier as verifier
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    if name in _RENAMED:
+        module, attr = _RENAMED[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module 'veriloop' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -149,12 +149,16 @@ class Task:
 
     @classmethod
     def single(cls, prompt: str | Sequence[Message], check: CheckFunction | None = None, *, instance: Any = None,
-               **options: Any) -> "Task":
+               reference: Any = None, **options: Any) -> "Task":
         """A one-instance task: the prompt as given (text or chat messages); the check
-        receives `instance` (default: the prompt itself) and the answer."""
+        receives `instance` (default: the prompt itself) and the answer; `reference`, if
+        given, is the ground truth."""
         fixed = prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
         options.setdefault("name", "prompt")
-        task = cls([{}], lambda _row: fixed, check, **options)
+        row = {} if reference is None else {"reference": reference}
+        if reference is not None:
+            options["reference_field"] = "reference"
+        task = cls([row], lambda _row: fixed, check, **options)
         task._rows[task.instances[0].id] = prompt if instance is None else instance
         return task
 

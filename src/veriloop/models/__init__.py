@@ -6,12 +6,16 @@ Ids: a pack name (`qwen2.5-coder-1.5b`), `llamacpp/<pack or path.gguf>`, a path 
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from pathlib import Path
+from typing import Any
 
 from ..errors import VeriloopError
 from ..paths import default_cache_path
 from .base import Completion, GenParams, Message, Model, TokenLogprob
 from .cache import CachedModel, CallCache
+from .function import FunctionModel
 from .packs import DEFAULT_MODEL, PACKS, file_identity, verified_pack_path
 
 GGUF_MAGIC = b"GGUF"
@@ -69,8 +73,97 @@ def load_model(
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))
 
 
+class VeriloopWarning(UserWarning):
+    """Something the user may want to know that does not stop the run (e.g. the call
+    cache is off for a model with no identity)."""
+
+
+def is_model(obj: object) -> bool:
+    """Whether obj already follows the Model protocol (async generate + identity, backend,
+    name, preferred_concurrency)."""
+    return all(hasattr(obj, a) for a in ("backend", "identity", "name", "preferred_concurrency", "aclose")) and (
+        inspect.iscoroutinefunction(getattr(obj, "generate", None))
+    )
+
+
+def as_model(
+    spec: Any,
+    *,
+    model_name: str | None = None,
+    name: str | None = None,
+    identity: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    cache: "bool | str | Path | CallCache" = True,
+    concurrency: int | None = None,
+) -> Model:
+    """A Model from whatever names or wraps one:
+
+    - a model id string (a pack name, a .gguf path, `openai/<model>` with `base_url`);
+    - an object that follows the Model protocol (returned as it is, cached if asked);
+    - an `openai.AsyncOpenAI` client, with `model_name` (or a `(client, model_name)` pair);
+    - a function `messages -> str` (or `(messages, params) -> str | Completion`), sync or
+      async, or an object with such a `generate` method: see FunctionModel. Give it an
+      `identity` to cache its calls; without one the cache is off (with a warning).
+
+    `cache`: True for the default call cache, a path or a CallCache for another, False
+    for none. `concurrency` overrides how many trajectories may use the model at once.
+    """
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
+        spec, model_name = spec
+    backend: Any
+    if isinstance(spec, CachedModel):
+        return spec
+    if isinstance(spec, str):
+        backend = load_backend(spec, base_url=base_url, api_key=api_key)
+    elif _is_openai_client(spec):
+        if not model_name:
+            raise VeriloopError("an OpenAI client needs the model's name: model_name='...' or (client, 'model-name')")
+        from .openai_compat import OpenAICompatModel
+
+        backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8)
+    elif is_model(spec):
+        backend = spec
+    elif callable(getattr(spec, "generate", None)):
+        backend = FunctionModel(spec.generate, name=name or type(spec).__name__,
+                                identity=identity or getattr(spec, "identity", None), concurrency=concurrency or 1)
+    elif callable(spec):
+        backend = FunctionModel(spec, name=name, identity=identity, concurrency=concurrency or 1)
+    else:
+        raise VeriloopError(
+            f"cannot use a {type(spec).__name__} as a model: give a model id, a function messages -> str, "
+            "an object with generate(), or an openai.AsyncOpenAI client with model_name"
+        )
+    if concurrency is not None:
+        backend.preferred_concurrency = concurrency
+    if cache is False:
+        return backend  # type: ignore[no-any-return]
+    if not getattr(backend, "identity", None):
+        warnings.warn(
+            f"the call cache is off for model {backend.name!r}: it declares no identity, so its answers could not "
+            "be told apart from another model's; pass identity='...' to cache and replay its calls",
+            VeriloopWarning,
+            stacklevel=2,
+        )
+        return backend  # type: ignore[no-any-return]
+    store = cache if isinstance(cache, CallCache) else CallCache(Path(cache) if not isinstance(cache, bool) else default_cache_path())
+    return CachedModel(backend, store)
+
+
+def _is_openai_client(obj: object) -> bool:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a dependency
+        return False
+    return isinstance(obj, (openai.AsyncOpenAI, openai.OpenAI))
+
+
 __all__ = [
     "DEFAULT_MODEL",
+    "FunctionModel",
+    "VeriloopWarning",
+    "as_model",
+    "is_model",
     "CachedModel",
     "CallCache",
     "Completion",

@@ -31,7 +31,10 @@ class OpenAICompatModel:
         concurrency: int = 8,
         timeout: float = 600.0,
         retry_base_seconds: float = RETRY_BASE_SECONDS,
+        client: Any = None,
     ) -> None:
+        """`client`: an `openai.AsyncOpenAI` of the caller's (its URL, key and retry
+        settings are used as they are, and it is left open on aclose)."""
         import openai
 
         self._openai = openai
@@ -46,7 +49,12 @@ class OpenAICompatModel:
         self.retry_base_seconds = retry_base_seconds
         # Retries are ours (they must never be cached or leak across calls), so the
         # client's own are off.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        self._owns_client = client is None
+        if client is not None:
+            self.base_url = str(getattr(client, "base_url", "") or "") or None
+            self._client = client
+        else:
+            self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         # One request per sample with its own seed keeps sample i identical however the
@@ -110,7 +118,8 @@ class OpenAICompatModel:
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()
 
 
 def _short(exc: Exception) -> str:

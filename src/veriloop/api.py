@@ -1,0 +1,258 @@
+"""The public Python API: correct one answer, or evaluate strategies over a task.
+
+    import veriloop
+
+    result = veriloop.correct(my_llm, "Name a prime above 90.", is_prime_answer)
+    result.answer, result.ok, result.rounds, result.trajectory
+
+    task = veriloop.Task.from_jsonl("qs.jsonl", prompt="{question}", check=my_check)
+    summaries = veriloop.evaluate(task, ["standard", "backprompt", "sampling:k=4"], model=my_llm, out="runs/qs")
+
+Models, checks, strategies, tools and domains are accepted as objects or as the names
+the command line uses, and every call goes through the same loops, cache and records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+from .checks import is_check_function
+from .domains import Domain, get_domain
+from .episode import Episode
+from .errors import ContextOverflow, VeriloopError
+from .experiment.metrics import StrategySummary
+from .experiment.runner import run_experiment
+from .models import CachedModel, CallCache, Model, as_model
+from .records import Message, Trajectory
+from .strategies import Strategy, parse_strategy
+from .task import Task
+from .tools import Tool, ToolCache, Toolbox, get_tool
+from .tools.config import tool_cache_path
+
+Summary = StrategySummary
+ModelSpec = Any  # a model id, a Model, a function, an object with generate(), an AsyncOpenAI client (+ name)
+CheckSpec = Any  # a check function, a verifier name ("llm", "critic", ...), a verifier object, or None
+T = TypeVar("T")
+
+
+@dataclass
+class Result:
+    """What `correct` did on one prompt.
+
+    `answer` is the final answer (extracted from `text`, the final reply); `ok` whether it
+    passes the check (or matches the reference, when one was given); `rounds` how many
+    answers were produced; `feedback` the feedback messages sent back, in order; and
+    `trajectory` the same record `veriloop run` writes, with every call."""
+
+    answer: str | None
+    ok: bool
+    rounds: int
+    text: str | None
+    stop_reason: str
+    feedback: list[str]
+    trajectory: Trajectory
+    cached_calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def model(spec: ModelSpec, **options: Any) -> Model:
+    """A model, ready for `correct` and `evaluate` (see `veriloop.models.as_model`): a pack
+    name or model id, a function `messages -> str`, an object with `generate`, or an
+    `openai.AsyncOpenAI` client with `model_name=`. Load a local model once with this and
+    pass the result around, rather than its name to every call."""
+    return as_model(spec, **options)
+
+
+def toolbox(tools: "Toolbox | Sequence[str | Tool] | None", cache: bool = True) -> Toolbox | None:
+    """A Toolbox from tool names (python, calculator, toxicity; search needs a corpus, so
+    give a built tool), Tool objects, or a Toolbox as it is."""
+    if tools is None or isinstance(tools, Toolbox):
+        return tools
+    built = [get_tool(t) if isinstance(t, str) else t for t in tools]
+    return Toolbox(built, cache=ToolCache(tool_cache_path()) if cache else None)
+
+
+def _strategy_defaults(check: CheckSpec, feedback: str, max_rounds: int) -> dict[str, object]:
+    defaults: dict[str, object] = {"feedback": feedback, "max_rounds": max_rounds, "k": max_rounds, "n": max_rounds}
+    if check is not None and not is_check_function(check):
+        defaults["verifier"] = check  # a verifier name or object; a function is the task's own check
+    return defaults
+
+
+async def _with_model(spec: ModelSpec, cache: "bool | str | Path | CallCache", run: Callable[[Model], Coroutine[Any, Any, T]]) -> T:
+    """Run with the model `spec` stands for, and close only what was opened here."""
+    lm = as_model(spec, cache=cache)
+    try:
+        return await run(lm)
+    finally:
+        if isinstance(spec, str):
+            await lm.aclose()  # loaded here from its id
+        elif isinstance(lm, CachedModel) and lm is not spec:
+            lm.cache.close()  # the cache was opened here; the caller's model stays open
+
+
+async def acorrect(
+    model: ModelSpec,
+    prompt: str | Sequence[Message],
+    check: CheckSpec = None,
+    *,
+    feedback: str = "first",
+    max_rounds: int = 5,
+    strategy: "str | Strategy" = "backprompt",
+    instance: Any = None,
+    reference: Any = None,
+    extract: Callable[[str], str | None] | None = None,
+    system: str | None = None,
+    max_tokens: int = 512,
+    seed: int = 0,
+    tools: "Toolbox | Sequence[str | Tool] | None" = None,
+    cache: "bool | str | Path | CallCache" = True,
+) -> Result:
+    """The async twin of `correct`."""
+    if check is None and reference is None and not isinstance(strategy, Strategy) and strategy.split(":")[0] != "standard":
+        raise VeriloopError("correct() needs a check (a function, or a verifier name such as 'llm'), or a reference")
+    task = Task.single(
+        prompt, check if is_check_function(check) else None, instance=instance, system=system, extract=extract,
+        answer_tokens=max_tokens, **({"reference": reference} if reference is not None else {}),
+    )
+    chosen = parse_strategy(strategy, _strategy_defaults(check, feedback, max_rounds))
+    box = toolbox(tools)
+
+    async def run(lm: Model) -> Result:
+        inst = task.instances[0]
+        t = Trajectory(strategy=chosen.canonical, domain=task.name, model=lm.name, instance_id=inst.id, seed=seed)
+        episode = Episode(model=lm, domain=task, instance=inst, seed=seed, trajectory=t, tools=box)
+        started = time.perf_counter()
+        try:
+            await chosen.run(episode)
+        except ContextOverflow:
+            episode.finish(t.rounds[-1].text if t.rounds else None, "context_overflow")
+        t.seconds = round(time.perf_counter() - started, 4)
+        return _result(task, t)
+
+    return await _with_model(model, cache, run)
+
+
+def correct(model: ModelSpec, prompt: str | Sequence[Message], check: CheckSpec = None, **options: Any) -> Result:
+    """Generate, check, feed back and correct until the check passes or the budget ends.
+
+    `model`: anything `veriloop.model` accepts. `prompt`: text or chat messages.
+    `check`: a function `check(instance, answer)` returning a bool, an error string ('' if
+    right), a list of error strings or a Verdict (sync or async); or a verifier name
+    ('llm', 'llm-cot', 'critic', 'selfcheck@0.8', ...) or object. The check receives
+    `instance` (default: the prompt) and the answer (`extract(reply)`, default the whole
+    reply). `feedback`: none, binary, first, all or llm. `max_rounds`: the answer budget
+    (rounds for backprompt, samples for sampling, best-of-n and self-consistency).
+    `strategy`: a strategy spec ("backprompt", "sampling", "best-of-n:n=8",
+    "selfcheck:n=4,gate=...") or object. `reference`: a known right answer, which then
+    decides `Result.ok`. Calls are cached (`cache=False` to switch off) so a repeated call
+    replays exactly. Inside a running event loop, use `await acorrect(...)`."""
+    return _run_sync(acorrect(model, prompt, check, **options), "acorrect")
+
+
+def _result(task: Task, t: Trajectory) -> Result:
+    verdict_ok = next((r.verdict.ok for r in reversed(t.rounds) if r.text == t.final_text and r.verdict), None)
+    has_truth = task.checker is not None or task.reference_field is not None
+    ok = t.correct if has_truth or verdict_ok is None else verdict_ok
+    return Result(
+        answer=t.final_answer,
+        ok=bool(ok),
+        rounds=t.n_rounds,
+        text=t.final_text,
+        stop_reason=t.stop_reason,
+        feedback=_feedback_sent(t),
+        trajectory=t,
+        cached_calls=sum(c.cached for c in t.calls),
+        tokens=sum(c.prompt_tokens + c.completion_tokens for c in t.calls),
+        seconds=t.seconds,
+    )
+
+
+def _feedback_sent(t: Trajectory) -> list[str]:
+    """The user turns a loop added after the base prompt: the feedback, in order."""
+    generating = [c for c in t.calls if c.role in ("generate", "correct")]
+    if not generating:
+        return []
+    longest = max(generating, key=lambda c: len(c.messages)).messages
+    base = len(generating[0].messages)
+    return [m["content"] for m in longest[base:] if m["role"] == "user"]
+
+
+async def aevaluate(
+    task: "Task | Domain | str",
+    strategies: Sequence["str | Strategy"] = ("standard",),
+    *,
+    model: ModelSpec,
+    out: str | Path,
+    n: int | None = None,
+    offset: int = 0,
+    seed: int = 0,
+    concurrency: int | None = None,
+    data: str | Path | None = None,
+    domain_options: dict[str, object] | None = None,
+    max_rounds: int | None = None,
+    k: int | None = None,
+    tools: "Toolbox | Sequence[str | Tool] | None" = None,
+    cache: "bool | str | Path | CallCache" = True,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[Summary]:
+    """The async twin of `evaluate`."""
+    domain: Any = get_domain(task, **(domain_options or {})) if isinstance(task, str) else task
+    if not isinstance(domain, Domain):
+        raise VeriloopError(f"evaluate() needs a Task, a domain object or a domain name, not {type(task).__name__}")
+    instances = domain.load_instances(None if data is None else str(data), n=n, offset=offset)
+    if not instances:
+        raise VeriloopError(f"no instances selected from {domain.name} (n={n}, offset={offset})")
+    if not strategies:
+        raise VeriloopError("evaluate() needs at least one strategy")
+    chosen = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in strategies]
+    config = {
+        "task": getattr(domain, "description", domain.name),
+        "check": getattr(getattr(domain, "checker", None), "name", None),
+        "data": None if data is None else str(data),
+        "offset": offset,
+        "api": "veriloop.evaluate",
+    }
+    box = toolbox(tools)
+
+    async def run(lm: Model) -> list[Summary]:
+        calls = (lambda: lm.stats.backend_calls) if isinstance(lm, CachedModel) else (lambda: 0)
+        result = await run_experiment(
+            lm, domain, chosen, instances, Path(out), seed=seed, concurrency=concurrency, config=config,
+            on_progress=on_progress, backend_calls=calls, tools=box,
+        )
+        return result.summaries
+
+    return await _with_model(model, cache, run)
+
+
+def evaluate(task: "Task | Domain | str", strategies: Sequence["str | Strategy"] = ("standard",), **options: Any) -> list[Summary]:
+    """Run strategies over every instance of a task and summarise them (accuracy with a
+    95% interval, rounds, calls, tokens, seconds per strategy), in the given order.
+
+    `task`: a `Task`, any domain object, or a built-in domain name (with `data`,
+    `domain_options`). `strategies`: specs as on the command line or Strategy objects.
+    `model`: anything `veriloop.model` accepts. `out`: the run directory; it holds every
+    trajectory as it finishes, so an interrupted evaluate resumes there and a finished
+    one re-runs with no model call. `n`/`offset` select instances; `concurrency` is how
+    many trajectories run at once (default: what the model prefers); `max_rounds` and `k`
+    fill those options of strategies whose spec leaves them unset."""
+    return _run_sync(aevaluate(task, strategies, **options), "aevaluate")
+
+
+def _run_sync(coroutine: Coroutine[Any, Any, T], twin: str) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise VeriloopError(f"an event loop is already running here (a notebook?): use `await veriloop.{twin}(...)`")

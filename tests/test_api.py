@@ -1,0 +1,372 @@
+"""The public Python API: correct / evaluate with a user's own model, check and task.
+
+Models here are plain functions whose replies the test chooses (a scripted model), so
+each test pins the exact control flow and the exact feedback text the model was sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+
+import pytest
+
+import veriloop
+from veriloop import CheckError, Task, Verdict, VerdictError, VeriloopError
+from veriloop.experiment.runner import load_trajectories
+
+BASE = "Name an even number."
+REJECT = "Your answer is not correct"
+REASK = "Please give a corrected answer."
+
+
+class Script:
+    """A model function: replies in order, and every conversation it was sent."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.sent: list[list[dict[str, str]]] = []
+
+    def __call__(self, messages):
+        self.sent.append([dict(m) for m in messages])
+        if not self.replies:
+            raise AssertionError("more calls than scripted")
+        return self.replies.pop(0)
+
+
+def odd_as_text(prompt, answer):
+    return "" if int(answer) % 2 == 0 else f"{answer} is odd"
+
+
+def odd_as_list(prompt, answer):
+    return [] if int(answer) % 2 == 0 else [f"{answer} is odd", "the last digit must be 0, 2, 4, 6 or 8"]
+
+
+def odd_as_bool(prompt, answer):
+    return int(answer) % 2 == 0
+
+
+def odd_as_verdict(prompt, answer):
+    if int(answer) % 2 == 0:
+        return Verdict(ok=True)
+    return Verdict(ok=False, errors=[VerdictError(kind="parity", message=f"{answer} is odd")])
+
+
+# The exact second user message for each return shape at each level.
+EXPECTED = {
+    (odd_as_text, "first"): f"{REJECT}: 7 is odd.\n{REASK}",
+    (odd_as_text, "all"): f"{REJECT}:\n- 7 is odd\n{REASK}",
+    (odd_as_list, "first"): f"{REJECT}: 7 is odd.\n{REASK}",
+    (odd_as_list, "all"): f"{REJECT}:\n- 7 is odd\n- the last digit must be 0, 2, 4, 6 or 8\n{REASK}",
+    (odd_as_bool, "first"): f"{REJECT}. {REASK}",
+    (odd_as_bool, "all"): f"{REJECT}. {REASK}",
+    (odd_as_verdict, "first"): f"{REJECT}: 7 is odd.\n{REASK}",
+    (odd_as_verdict, "all"): f"{REJECT}:\n- 7 is odd\n{REASK}",
+}
+
+
+@pytest.mark.parametrize(("check", "level"), list(EXPECTED), ids=lambda v: getattr(v, "__name__", v))
+def test_each_check_shape_drives_first_and_all_feedback(check, level):
+    llm = Script("7", "8")
+    result = veriloop.correct(llm, BASE, check, feedback=level, cache=False)
+    assert (result.answer, result.ok, result.rounds, result.stop_reason) == ("8", True, 2, "verifier_accepted")
+    assert llm.sent[1] == [
+        {"role": "user", "content": BASE},
+        {"role": "assistant", "content": "7"},
+        {"role": "user", "content": EXPECTED[(check, level)]},
+    ]
+    assert result.feedback == [EXPECTED[(check, level)]]
+    assert [c.role for c in result.trajectory.calls] == ["generate", "generate"]
+    assert [r.verdict.ok for r in result.trajectory.rounds] == [False, True]
+
+
+def test_budget_ends_with_the_last_answer():
+    llm = Script("7", "9", "11")
+    result = veriloop.correct(llm, BASE, odd_as_text, max_rounds=3, cache=False)
+    assert (result.answer, result.ok, result.rounds, result.stop_reason) == ("11", False, 3, "max_rounds")
+    assert result.feedback == [f"{REJECT}: 7 is odd.\n{REASK}", f"{REJECT}: 9 is odd.\n{REASK}"]
+    assert not result
+
+
+def test_binary_and_none_levels():
+    llm = Script("7", "8")
+    veriloop.correct(llm, BASE, odd_as_text, feedback="binary", cache=False)
+    assert llm.sent[1][-1]["content"] == f"{REJECT}. {REASK}"
+    llm = Script("7", "8")
+    veriloop.correct(llm, BASE, odd_as_text, feedback="none", cache=False)
+    assert llm.sent[1][-1]["content"] == BASE
+
+
+def test_llm_feedback_is_a_critique_call():
+    llm = Script("7", "Seven is odd; pick a multiple of two.", "8")
+    result = veriloop.correct(llm, BASE, odd_as_text, feedback="llm", cache=False)
+    assert [c.role for c in result.trajectory.calls] == ["generate", "critique", "generate"]
+    assert llm.sent[2][-1]["content"] == f"{REJECT}:\n- Seven is odd; pick a multiple of two.\n{REASK}"
+
+
+def test_async_model_and_async_check():
+    sent = []
+
+    async def llm(messages):
+        sent.append(messages)
+        return "7" if len(sent) == 1 else "12"
+
+    async def check(prompt, answer):
+        await asyncio.sleep(0)
+        return odd_as_text(prompt, answer)
+
+    result = asyncio.run(veriloop.acorrect(llm, BASE, check, cache=False))
+    assert (result.answer, result.ok, result.rounds) == ("12", True, 2)
+
+
+def test_check_gets_the_instance_and_the_extracted_answer():
+    seen = []
+
+    def check(instance, answer):
+        seen.append((instance, answer))
+        return True
+
+    llm = Script("The answer is: 8")
+    result = veriloop.correct(llm, BASE, check, instance={"n": 1}, extract=lambda t: t.split(":")[-1].strip(),
+                              cache=False)
+    assert result.answer == "8" and result.ok
+    assert seen == [({"n": 1}, "8")]
+
+
+def test_a_verifier_name_is_a_check_too():
+    llm = Script("7", '{"correct": false, "errors": ["7 is odd"]}', "8", '{"correct": true, "errors": []}')
+    result = veriloop.correct(llm, BASE, "llm", cache=False)
+    assert [c.role for c in result.trajectory.calls] == ["generate", "verify", "generate", "verify"]
+    assert (result.answer, result.ok, result.stop_reason) == ("8", True, "verifier_accepted")
+    assert llm.sent[2][-1]["content"] == f"{REJECT}: 7 is odd.\n{REASK}"
+
+
+def test_reference_decides_ok_when_given():
+    result = veriloop.correct(Script("9"), "What is 4+5?", strategy="standard", reference="9", cache=False)
+    assert result.ok and result.stop_reason == "single_answer"
+    result = veriloop.correct(Script("10"), "What is 4+5?", strategy="standard", reference=9, cache=False)
+    assert not result.ok
+
+
+@pytest.mark.parametrize("spec", ["sampling", "best-of-n"])
+def test_sampling_strategies_take_a_check_function(spec):
+    llm = Script("7", "5", "8", "3")
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy=spec, max_rounds=4, cache=False)
+    expected = {"sampling": (3, "verifier_accepted"), "best-of-n": (4, "best_accepted")}[spec]
+    assert (result.answer, result.ok, result.rounds, result.stop_reason) == ("8", True, *expected)
+    assert all(len(m) == 1 for m in llm.sent)  # fresh samples of the base prompt, no history
+
+
+def test_best_of_n_ranks_by_score_when_nothing_passes():
+    def scored(prompt, answer):
+        return Verdict(ok=False, score=float(answer) / 10, errors=[VerdictError(kind="low", message="too low")])
+
+    result = veriloop.correct(Script("3", "7", "5"), BASE, scored, strategy="best-of-n:n=3", cache=False)
+    assert (result.answer, result.ok, result.stop_reason) == ("7", False, "none_accepted")
+
+
+def test_self_consistency_gets_one_call_per_sample():
+    llm = Script("8", "6", "8")
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy="self-consistency:k=3", cache=False)
+    assert (result.answer, result.rounds, result.stop_reason) == ("8", 3, "majority")
+    assert len(llm.sent) == 3
+
+
+def test_a_check_that_raises_names_function_instance_and_exception():
+    def broken(prompt, answer):
+        raise ValueError("cannot parse")
+
+    with pytest.raises(CheckError) as info:
+        veriloop.correct(Script("7"), BASE, broken, cache=False)
+    message = str(info.value)
+    assert "test_api:test_a_check_that_raises_names_function_instance_and_exception.<locals>.broken" in message
+    assert "instance '1'" in message and "ValueError: cannot parse" in message
+    assert "\n" not in message
+
+
+def test_a_check_returning_none_is_a_clear_error():
+    with pytest.raises(CheckError, match="returned NoneType None; return a bool, an error string"):
+        veriloop.correct(Script("7"), BASE, lambda p, a: None, cache=False)
+
+
+def test_a_model_returning_something_else_is_a_clear_error():
+    with pytest.raises(VeriloopError, match="returned int; return the reply text"):
+        veriloop.correct(lambda messages: 7, BASE, odd_as_bool, cache=False)
+
+
+def test_correct_without_a_check_is_refused():
+    with pytest.raises(VeriloopError, match="needs a check"):
+        veriloop.correct(Script("7"), BASE)
+
+
+def test_function_model_with_params_gets_each_sample_with_its_seed():
+    seen = []
+
+    def llm(messages, params):
+        seen.append((params.n, params.sample_offset, params.sample_seed(0), params.temperature))
+        return "8"
+
+    veriloop.correct(llm, BASE, odd_as_bool, strategy="self-consistency:k=3", seed=10, cache=False)
+    assert seen == [(1, 0, 10, 1.0), (1, 1, 11, 1.0), (1, 2, 12, 1.0)]
+
+
+def test_cache_replays_a_model_with_an_identity(tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    first = Script("7", "8")
+    model = veriloop.model(first, identity="script-v1", cache=cache)
+    a = veriloop.correct(model, BASE, odd_as_text)
+    again = Script()  # any call would raise: everything must come from the cache
+    b = veriloop.correct(veriloop.model(again, identity="script-v1", cache=cache), BASE, odd_as_text)
+    assert (a.answer, b.answer, b.cached_calls, len(again.sent)) == ("8", "8", 2, 0)
+    assert [c.cached for c in b.trajectory.calls] == [True, True]
+
+
+def test_cache_is_off_with_a_warning_without_an_identity(tmp_path):
+    with pytest.warns(veriloop.VeriloopWarning, match="call cache is off for model 'Script'"):
+        model = veriloop.model(Script("8"), name="Script", cache=tmp_path / "c.sqlite")
+    assert not isinstance(model, veriloop.CachedModel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        veriloop.model(Script("8"), cache=False)  # asked for no cache: nothing to warn about
+
+
+def test_an_object_with_generate_is_a_model():
+    class Mine:
+        identity = None
+
+        def __init__(self):
+            self.calls = 0
+
+        def generate(self, messages):
+            self.calls += 1
+            return "8"
+
+    mine = Mine()
+    result = veriloop.correct(mine, BASE, odd_as_bool, cache=False)
+    assert result.ok and mine.calls == 1 and result.trajectory.model == "Mine"
+
+
+def test_correct_inside_a_running_loop_points_to_acorrect():
+    async def inside():
+        veriloop.correct(Script("8"), BASE, odd_as_bool, cache=False)
+
+    with pytest.raises(VeriloopError, match="await veriloop.acorrect"):
+        asyncio.run(inside())
+
+
+# ---------------------------------------------------------------------------- Task
+
+
+ROWS = [{"q": "2+2", "a": 4}, {"q": "3+4", "a": 7}, {"q": "5+5", "a": 10}]
+
+
+def test_task_from_records_renders_the_template_and_scores_against_the_reference():
+    task = Task.from_records(ROWS, prompt="Compute {q}.", reference_field="a")
+    instances = task.load_instances(None)
+    assert [i.id for i in instances] == ["1", "2", "3"]
+    assert task.prompt(instances[1]) == [{"role": "user", "content": "Compute 3+4."}]
+    assert task.score(instances[1], " 7.0 ") and not task.score(instances[1], "8")
+    assert [i.id for i in task.load_instances(None, n=1, offset=1)] == ["2"]
+
+
+def test_task_template_naming_a_missing_field_is_one_clear_error():
+    with pytest.raises(VeriloopError, match="record 2 has no field 'q' used by the prompt template"):
+        Task.from_records([{"q": 1}, {"x": 2}], prompt="{q}")
+
+
+def test_task_from_jsonl_reports_the_bad_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"q": "1"}\n[1, 2]\n')
+    with pytest.raises(VeriloopError, match=r"t.jsonl, line 2: expected a JSON object of fields, got a list"):
+        Task.from_jsonl(path, prompt="{q}")
+    path.write_text("\n")
+    with pytest.raises(VeriloopError, match="holds no records"):
+        Task.from_jsonl(path, prompt="{q}")
+
+
+def test_task_check_without_reference_is_the_ground_truth():
+    task = Task.from_records(ROWS, prompt="{q}", check=lambda row, answer: int(answer) == row["a"])
+    first = task.load_instances(None)[0]
+    assert task.score(first, "4") and not task.score(first, "5")
+
+
+def arithmetic_model(messages, params):
+    """Right on the second try: the first answer is off by one."""
+    question = messages[0]["content"]
+    a, b = (int(x) for x in question.removeprefix("Compute ").rstrip(".").split("+"))
+    return str(a + b + (1 if len(messages) == 1 and params.temperature == 0 else 0))
+
+
+def test_evaluate_three_strategies_resumes_with_no_call(tmp_path):
+    task = Task.from_records(ROWS, prompt="Compute {q}.", check=lambda row, answer: int(answer) == row["a"],
+                             reference_field="a")
+    calls = []
+
+    def model_fn(messages, params):
+        calls.append(messages)
+        return arithmetic_model(messages, params)
+
+    model = veriloop.model(model_fn, identity="arith-v1", cache=tmp_path / "calls.sqlite")
+    strategies = ["standard", "backprompt:max_rounds=3", "sampling:k=2"]
+    summaries = veriloop.evaluate(task, strategies, model=model, out=tmp_path / "run")
+    assert [(s.strategy.split(":")[0], s.correct, s.n) for s in summaries] == [
+        ("standard", 0, 3), ("backprompt", 3, 3), ("sampling", 3, 3),
+    ]
+    first_calls = len(calls)
+    # standard 3; backprompt's first answers are standard's (same greedy call: cache hits), so 3
+    # corrections; sampling 3 (the first sample of each is right).
+    assert first_calls == 3 + 3 + 3
+    again = veriloop.evaluate(task, strategies, model=model, out=tmp_path / "run")
+    assert len(calls) == first_calls
+    assert [s.model_dump() for s in again] == [s.model_dump() for s in summaries]
+    trajectories = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    assert len(trajectories) == 9
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["api"] == "veriloop.evaluate" and config["check"].startswith("test_api:")
+
+
+def test_evaluate_a_built_in_domain_by_name(tmp_path):
+    replies = []
+
+    def model_fn(messages):
+        replies.append(messages)
+        return "Answer: (1 + 1) * (4 + 6)"  # wrong for 1 1 4 6... and for every puzzle
+
+    summaries = veriloop.evaluate("game24", ["standard"], model=model_fn, out=tmp_path / "run", n=2, cache=False)
+    assert (summaries[0].n, summaries[0].correct, len(replies)) == (2, 0, 2)
+
+
+def test_a_check_that_raises_in_evaluate_keeps_finished_trajectories(tmp_path):
+    def check(row, answer):
+        if row["q"] == "5+5":
+            raise RuntimeError("boom")
+        return True
+
+    task = Task.from_records(ROWS, prompt="Compute {q}.", check=check)
+    with pytest.raises(CheckError, match="raised on instance '3': RuntimeError: boom"):
+        veriloop.evaluate(task, ["backprompt"], model=lambda m: "1", out=tmp_path / "run", cache=False)
+    kept = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    assert sorted(t.instance_id for t in kept) == ["1", "2"]
+
+
+def test_selfcheck_gate_keeps_rejected_solutions_out_of_the_vote():
+    # Majority voting (no step checks): 7 twice, 8 once; the gate admits only even answers.
+    llm = Script("7", "8", "7")
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy="selfcheck:n=3,vote=majority", cache=False)
+    assert result.answer == "7"
+    llm = Script("7", "8", "7")
+    gated = veriloop.strategy("selfcheck:n=3,vote=majority", {"gate": odd_as_bool})
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy=gated, cache=False)
+    assert (result.answer, result.stop_reason) == ("8", "majority_vote")
+    assert [r.verdict.ok if r.verdict else None for r in result.trajectory.rounds] == [False, None, False]
+
+
+def test_strategy_names_label_check_functions():
+    spec = veriloop.strategy("backprompt:max_rounds=2", {"verifier": odd_as_bool})
+    assert spec.canonical == "backprompt:feedback=first,max_rounds=2,temperature=0,verifier=test_api:odd_as_bool"
+
+
+def test_public_names_have_docstrings():
+    for name in ("correct", "acorrect", "evaluate", "aevaluate", "model", "Task", "Result", "FunctionCheck",
+                 "Verdict", "strategy", "verifier", "toolbox", "load_check", "FunctionModel"):
+        assert getattr(veriloop, name).__doc__, name
