@@ -29,3 +29,13 @@ def smollm2(smollm2_path: Path):
     from veriloop.models import load_backend
 
     return load_backend("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def server(smollm2_path: Path, tmp_path_factory):
+    """A real llama_cpp.server with SmolLM2 on 127.0.0.1 (model alias "smollm2", API key
+    servers.SECRET), shared by the whole session; its base URL."""
+    from servers import llama_server
+
+    with llama_server(smollm2_path, tmp_path_factory.mktemp("server")) as base_url:
+        yield base_url

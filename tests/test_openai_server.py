@@ -4,14 +4,10 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
+from servers import SECRET, free_port
 
 from veriloop.domains import get_domain
 from veriloop.errors import ModelTransportError
@@ -22,51 +18,7 @@ from veriloop.strategies import parse_strategy
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
-SECRET = "sk-test-DO-NOT-RECORD-4242"
 QUESTION = [{"role": "user", "content": "Say hello in one short sentence."}]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(smollm2_path, tmp_path_factory):
-    port = _free_port()
-    # A file, not a pipe: llama.cpp's load log would fill an unread pipe and block the server.
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2", "--api_key", SECRET],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text(errors='replace')[-2000:]}")
-            try:
-                req = urllib.request.Request(base_url + "/models", headers={"Authorization": f"Bearer {SECRET}"})
-                urllib.request.urlopen(req, timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("llama_cpp.server did not come up within 120 s")
-                time.sleep(0.5)
-        yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_generate_through_the_server(server):
@@ -107,7 +59,7 @@ def test_a_run_through_the_server_never_records_the_key(server, tmp_path):
 
 
 def test_transport_errors_are_retried_then_reported_and_never_cached(tmp_path):
-    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     inner = OpenAICompatModel("smollm2", base_url=dead, api_key=SECRET, retry_base_seconds=0.01, timeout=5)
     model = CachedModel(inner, CallCache(tmp_path / "calls.sqlite"))
 
