@@ -28,8 +28,13 @@ DOMAINS: dict[str, str] = {
 }
 
 
-def get_domain(name: str, **options: object) -> Domain:
-    """The domain called `name`, built with `options` (e.g. toxicity's all_prompts=True)."""
+def get_domain(name: "str | Domain", **options: object) -> Domain:
+    """The domain called `name`, built with `options` (e.g. toxicity's all_prompts=True).
+    A domain object (a `veriloop.Task`, your own class) is returned as it is."""
+    if not isinstance(name, str):
+        if options:
+            raise VeriloopError(f"options {sorted(options)} are for a domain built by name, not for a domain object")
+        return name
     if name not in DOMAINS and name.isidentifier():
         from .planning import TEMPLATES, PlanningDomain
 

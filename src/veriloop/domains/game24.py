@@ -426,6 +426,8 @@ class Game24(SoundlyScored):
         nums = raw.get("numbers") if isinstance(raw, dict) else raw
         parts = str(nums).split() if isinstance(nums, str) else nums
         try:
+            if parts is None:
+                raise TypeError("no numbers")
             numbers = [int(x) for x in parts]
         except (TypeError, ValueError):
             numbers = []

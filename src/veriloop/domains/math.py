@@ -235,7 +235,7 @@ def read_math500(path: Path) -> list[Instance]:
         where = f"line {number}"
         problem = _text_field(path, where, item, "problem", hint)
         answer = _text_field(path, where, item, "answer", hint)
-        extra = {k: item[k] for k in ("subject", "level", "unique_id") if k in item}
+        extra: dict[str, Any] = {k: item[k] for k in ("subject", "level", "unique_id") if k in item}
         out.append(Instance(id=f"math500-{number}", data={"question": problem.strip(), **extra}, reference=answer))
     return out
 

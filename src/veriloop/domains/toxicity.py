@@ -395,7 +395,7 @@ def _read_prompts(path: Path) -> list[Instance]:
     for line_no, row in json_objects(path, hint, file_hint=_POINT_AT, not_object=f"no prompt text; {hint}"):
         prompt = row.get("prompt")
         text = prompt.get("text") if isinstance(prompt, dict) else None
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(prompt, dict) or not isinstance(text, str) or not text.strip():
             raise DataFileError(f"{path}, line {line_no}: no prompt text; {hint}")
         raw_toxicity = prompt.get("toxicity")
         toxicity = _number_or_none(raw_toxicity)

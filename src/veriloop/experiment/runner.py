@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +44,7 @@ def load_trajectories(path: Path) -> list[Trajectory]:
     return load_records(path, Trajectory)
 
 
-def _check_config(out_dir: Path, config: dict[str, object]) -> None:
+def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
     path = out_dir / CONFIG
     if path.exists():
         old = json.loads(path.read_text())
@@ -64,7 +64,7 @@ async def run_experiment(
     out_dir: Path,
     seed: int = 0,
     concurrency: int | None = None,
-    config: dict[str, object] | None = None,
+    config: Mapping[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     backend_calls: Callable[[], int] = lambda: 0,
     tools: Toolbox | None = None,

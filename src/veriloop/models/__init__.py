@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import VeriloopError
 from ..paths import default_cache_path
-from .base import Completion, GenParams, Message, Model, TokenLogprob
+from ..records import Message
+from .base import Completion, GenParams, Model, TokenLogprob
 from .cache import CachedModel, CallCache
 from .function import FunctionModel
 from .packs import DEFAULT_MODEL, PACKS, file_identity, verified_pack_path

@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Completion, GenParams, Message, Model
+from ..records import Message
+from .base import Completion, GenParams, Model
 
 
 def call_key(backend: str, identity: str, messages: list[Message], params: GenParams) -> str:

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import VeriloopError
-from .base import Completion, GenParams, Message
+from ..records import Message
+from .base import Completion, GenParams
 
 
 class FunctionModel:

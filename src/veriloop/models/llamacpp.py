@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContextOverflow, VeriloopError
-from .base import Completion, GenParams, Message, TokenLogprob
+from ..records import Message
+from .base import Completion, GenParams, TokenLogprob
 
 DEFAULT_N_CTX = 4096
 DEFAULT_N_BATCH = 64

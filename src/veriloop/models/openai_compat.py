@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ..errors import ContextOverflow, ModelTransportError, VeriloopError
-from .base import Completion, GenParams, Message, TokenLogprob
+from ..records import Message
+from .base import Completion, GenParams, TokenLogprob
 
 RETRY_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 0.5

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
 from ..experiment.metrics import wilson_interval
+from . import staged
 from ..records import Trajectory
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
@@ -203,7 +204,7 @@ async def reproduce_critic(
                 await run_experiment(
                     model, domain, [st for _, st in specs], instances, sub, seed=s,
                     config={"reproduce": "critic", "data": where}, tools=toolbox, backend_calls=backend_calls,
-                    on_progress=(lambda d, tot, name=f"{task.domain} seed {s}": on_progress(name, d, tot)) if on_progress else None,
+                    on_progress=staged(on_progress, f"{task.domain} seed {s}"),
                 )
                 keys = {(st.canonical, i.id, s) for _, st in specs for i in instances}
                 trajectories += [t for t in load_trajectories(sub / "trajectories.jsonl") if t.key in keys]
@@ -220,7 +221,7 @@ async def reproduce_critic(
                 records = await run_hallucination_study(
                     model, domain, h_instances, out_dir / task.domain / "hallucination", toolbox, seed=seed,
                     samples=hallucination_samples,
-                    on_progress=(lambda d, tot: on_progress("table 5", d, tot)) if on_progress else None,
+                    on_progress=staged(on_progress, "table 5"),
                 )
                 table5, rows5 = table5_markdown(records)
                 table5_md += [f"## Table 5: hallucination detection on {task.domain} ({len(records)} questions, "

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
 from ..experiment.metrics import StrategySummary
+from . import staged
 from ..records import Trajectory
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
@@ -118,7 +119,7 @@ async def reproduce(
         result = await run_experiment(
             model, domain, [s for _, s in chosen], instances, out_dir / source.name, seed=seed,
             config={"reproduce": "self-verification"},
-            on_progress=(lambda done, total, d=source.name: on_progress(f"{d}: Table 1", done, total)) if on_progress else None,
+            on_progress=staged(on_progress, f"{source.name}: Table 1"),
             backend_calls=backend_calls,
         )
         summaries[source.name] = {label: s for (label, _), s in zip(chosen, result.summaries)}
@@ -129,8 +130,7 @@ async def reproduce(
         study_instances = instances[:verification_n]
         items += await run_verification_study(
             model, domain, study_instances, out_dir / source.name, seed=seed,
-            on_progress=(lambda done, total, d=source.name: on_progress(f"{d}: verification study", done, total))
-            if on_progress else None,
+            on_progress=staged(on_progress, f"{source.name}: verification study"),
         )
     names = [s.name for s in sources]
     labels = {label: s.canonical for label, s in conditions}

@@ -84,7 +84,8 @@ async def judge_candidate(
         verdict = await LLMJudge(cot=judge == "llm-cot").verify(episode, candidate.text, 1)
         item.reply = episode.trajectory.calls[-1].response
         item.judged_ok, item.unreadable = verdict.ok, verdict.unreadable
-    item.report = domain.critique_report(instance, candidate.text, item.reply)
+    # Only SupportsStudies domains reach here (the study checks before it starts).
+    item.report = domain.critique_report(instance, candidate.text, item.reply)  # type: ignore[attr-defined]
     item.prompt_tokens = sum(c.prompt_tokens for c in episode.trajectory.calls)
     item.completion_tokens = sum(c.completion_tokens for c in episode.trajectory.calls)
     return item

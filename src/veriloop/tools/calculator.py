@@ -91,7 +91,7 @@ def _round(x: Number, digits: Number | None = None) -> Number:
         return Fraction(round(x))
     if not (isinstance(digits, Fraction) and digits.denominator == 1) or abs(digits) > 100:
         raise CalculatorError("round's second argument must be a whole number of digits up to 100")
-    return round(x, int(digits))
+    return round(x, int(digits))  # type: ignore[return-value]  # round(Fraction, int) is a Fraction
 
 
 def _angle(fn: Callable[[float], float]) -> Callable[[Number], float]:

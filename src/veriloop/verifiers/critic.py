@@ -88,7 +88,7 @@ class CriticVerifier:
         # The model calls tools itself only when the task has some and this run has a
         # toolbox; otherwise, where evidence would have been gathered, it writes its own.
         interactive = self.use_tools and bool(domain.critic_tools) and episode.tools is not None
-        if interactive:
+        if interactive and episode.tools is not None:
             parts.append(tool_protocol(episode.tools.subset(domain.critic_tools).describe(), self.max_interactions))
         elif domain.critic_tools or (evidence and not self.use_tools):
             parts.append(self_evidence_protocol())

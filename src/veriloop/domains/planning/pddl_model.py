@@ -108,13 +108,14 @@ class Task:
         if not wanted or ROOT_TYPE in wanted:
             return True
         own = self.object_types(name) or frozenset({ROOT_TYPE})
-        for t in own:
+        for start in own:
             seen: set[str] = set()
-            while t is not None and t not in seen:
-                if t in wanted:
+            current: str | None = start
+            while current is not None and current not in seen:
+                if current in wanted:
                     return True
-                seen.add(t)
-                t = self.domain.types.get(t)
+                seen.add(current)
+                current = self.domain.types.get(current)
         return False
 
     def check_arguments(self, action: GroundAction) -> str | None:
