@@ -370,3 +370,18 @@ def test_public_names_have_docstrings():
     for name in ("correct", "acorrect", "evaluate", "aevaluate", "model", "Task", "Result", "FunctionCheck",
                  "Verdict", "strategy", "verifier", "toolbox", "load_check", "FunctionModel"):
         assert getattr(veriloop, name).__doc__, name
+
+
+def test_a_model_returning_fewer_samples_than_asked_is_an_error(tmp_path):
+    class OneOnly:
+        backend, identity, name, preferred_concurrency = "mine", "one-only", "one-only", 1
+
+        async def generate(self, messages, params):
+            return [veriloop.Completion(text="8", finish_reason="stop", prompt_tokens=1, completion_tokens=1)]
+
+        async def aclose(self):
+            pass
+
+    for cache in (False, tmp_path / "calls.sqlite"):
+        with pytest.raises(VeriloopError, match=r"returned 1 completions when asked for 3 \(params.n\)"):
+            veriloop.correct(OneOnly(), BASE, odd_as_bool, strategy="self-consistency:k=3", cache=cache)

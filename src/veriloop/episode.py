@@ -16,6 +16,16 @@ if TYPE_CHECKING:
     from .tools.base import Observation, Toolbox
 
 
+def check_count(model_name: str, completions: list[Completion], wanted: int) -> None:
+    """A backend must return one completion per sample asked for: fewer would silently
+    shrink a vote or a best-of-n."""
+    if len(completions) != wanted:
+        raise VeriloopError(
+            f"model {model_name!r} returned {len(completions)} completions when asked for {wanted} (params.n); "
+            "a model must return exactly params.n completions (wrap a one-reply function with veriloop.model(fn))"
+        )
+
+
 @dataclass
 class Episode:
     model: Model
@@ -34,6 +44,7 @@ class Episode:
         stage: str | None = None, step: int | None = None,
     ) -> list[Completion]:
         completions = await self.model.generate(messages, params)
+        check_count(self.model.name, completions, params.n)
         for i, c in enumerate(completions):
             self.trajectory.calls.append(
                 CallRecord(

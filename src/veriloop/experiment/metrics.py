@@ -11,6 +11,10 @@ from ..records import Trajectory
 
 
 class StrategySummary(BaseModel):
+    """One strategy over a run's instances (`veriloop.Summary`): accuracy against ground
+    truth with its 95% Wilson interval, mean rounds, model calls and cache hits, tokens,
+    seconds, and how many trajectories ended for each stop reason."""
+
     strategy: str
     n: int
     correct: int

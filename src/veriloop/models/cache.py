@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import VeriloopError
 from ..records import Message
 from .base import Completion, GenParams, Model
 
@@ -84,6 +85,11 @@ class CachedModel:
         self.stats.hits += len(found)
         for start, length in _missing_runs(wanted, found):
             fresh = await self.inner.generate(messages, params.with_(n=length, sample_offset=start))
+            if len(fresh) != length:
+                raise VeriloopError(
+                    f"model {self.name!r} returned {len(fresh)} completions when asked for {length} (params.n); "
+                    "a model must return exactly params.n completions"
+                )
             self.cache.put(key, start, fresh)
             self.stats.backend_calls += len(fresh)
             found.update({start + i: c for i, c in enumerate(fresh)})
