@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veriloop.errors import VeriloopError
-from veriloop.experiment.metrics import wilson_interval
 from veriloop.experiment.jsonl import drop_torn_tail
+from veriloop.experiment.metrics import wilson_interval
 from veriloop.experiment.runner import load_trajectories
 from veriloop.models.base import GenParams
 from veriloop.models.cache import _missing_runs, call_key

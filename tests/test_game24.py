@@ -18,8 +18,8 @@ from veriloop.domains.game24 import (
     Game24,
     MalformedExpression,
     all_solvable_puzzles,
-    evaluate_expression,
     core_operations,
+    evaluate_expression,
     solution_count,
     solve,
 )

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veriloop.errors import DataFileError, VeriloopError
-from veriloop.tools import ToolCache, Toolbox, get_tool
+from veriloop.tools import Toolbox, ToolCache, get_tool
 from veriloop.tools.search import ELLIPSIS, BM25Search, WebSearch, make_search_tool, snippet, tokenize
 
 DOCS = [

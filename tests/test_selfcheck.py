@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from veriloop.domains import Instance
 from veriloop.episode import Episode
-from veriloop.records import Trajectory
 from veriloop.models.base import Completion, GenParams
+from veriloop.records import Trajectory
 from veriloop.selfcheck import (
     CheckSettings,
     StepChecker,

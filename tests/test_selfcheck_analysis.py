@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_cli import assert_one_line_error, veriloop
+
 from veriloop.domains import Instance
-from veriloop.selfcheck.records import SolutionCheck, StepCheck
 from veriloop.reproduce.selfcheck import (
     Question,
     Solution,
@@ -21,6 +20,7 @@ from veriloop.reproduce.selfcheck import (
     write_outputs,
 )
 from veriloop.selfcheck.arithmetic import arithmetic_label, calculations
+from veriloop.selfcheck.records import SolutionCheck, StepCheck
 
 # ------------------------------------------------------------------ arithmetic labels
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from veriloop.domains import get_domain
-from veriloop.records import RoundRecord, Trajectory
 from veriloop.models import CachedModel, CallCache
+from veriloop.records import RoundRecord, Trajectory
 from veriloop.reproduce.self_verification import CONDITIONS, accuracy_by_round, reproduce
 from veriloop.studies.verification import JudgedItem, run_verification_study, score_verifier
 from veriloop.verifiers.llm_judge import judge_messages, parse_judgement
@@ -90,8 +90,10 @@ def test_verification_study_judges_every_candidate_and_resumes(smollm2, tmp_path
 def test_reproduction_writes_every_table_and_resumes(smollm2, tmp_path, shared_data):
     model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
     out = tmp_path / "repro"
-    run = lambda: asyncio.run(reproduce(model, out, n=1, data_root=shared_data, verification_n=1, max_rounds=2,
-                                        domains=["game24"]))
+    def run():
+        return asyncio.run(reproduce(model, out, n=1, data_root=shared_data, verification_n=1, max_rounds=2,
+                                     domains=["game24"]))
+
     payload = run()
     for name in ("table1.md", "table1.csv", "table2.md", "critique.md", "figure2.png", "reproduction.json"):
         assert (out / name).stat().st_size > 0, name

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import Instance, Message, Verdict, VerdictError
 from .episode import Episode
-from .records import Trajectory
 from .models.base import Model
 from .react import observation_message, parse_action
+from .records import Instance, Message, Trajectory, Verdict, VerdictError
 from .tools.base import Observation, Toolbox
 
 NO_PROBLEM = "no problem"

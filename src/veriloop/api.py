@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from .checks import is_check_function
 from .domains import Domain, get_domain
@@ -31,7 +31,7 @@ from .models import CachedModel, CallCache, Model, as_model
 from .records import Message, Trajectory
 from .strategies import Strategy, parse_strategy
 from .task import Task
-from .tools import Tool, ToolCache, Toolbox, get_tool
+from .tools import Tool, Toolbox, ToolCache, get_tool
 from .tools.config import tool_cache_path
 
 Summary = StrategySummary
@@ -72,7 +72,7 @@ def model(spec: ModelSpec, **options: Any) -> Model:
     return as_model(spec, **options)
 
 
-def toolbox(tools: "Toolbox | Sequence[str | Tool] | None", cache: bool = True) -> Toolbox | None:
+def toolbox(tools: Toolbox | Sequence[str | Tool] | None, cache: bool = True) -> Toolbox | None:
     """A Toolbox from tool names (python, calculator, toxicity; search needs a corpus, so
     give a built tool), Tool objects, or a Toolbox as it is."""
     if tools is None or isinstance(tools, Toolbox):
@@ -88,7 +88,7 @@ def _strategy_defaults(check: CheckSpec, feedback: str, max_rounds: int) -> dict
     return defaults
 
 
-async def _with_model(spec: ModelSpec, cache: "bool | str | Path | CallCache", run: Callable[[Model], Coroutine[Any, Any, T]]) -> T:
+async def _with_model(spec: ModelSpec, cache: bool | str | Path | CallCache, run: Callable[[Model], Coroutine[Any, Any, T]]) -> T:
     """Run with the model `spec` stands for, and close only what was opened here."""
     lm = as_model(spec, cache=cache)
     try:
@@ -107,15 +107,15 @@ async def acorrect(
     *,
     feedback: str = "first",
     max_rounds: int = 5,
-    strategy: "str | Strategy" = "backprompt",
+    strategy: str | Strategy = "backprompt",
     instance: Any = None,
     reference: Any = None,
     extract: Callable[[str], str | None] | None = None,
     system: str | None = None,
     max_tokens: int = 512,
     seed: int = 0,
-    tools: "Toolbox | Sequence[str | Tool] | None" = None,
-    cache: "bool | str | Path | CallCache" = True,
+    tools: Toolbox | Sequence[str | Tool] | None = None,
+    cache: bool | str | Path | CallCache = True,
 ) -> Result:
     """The async twin of `correct`."""
     if check is None and reference is None and not isinstance(strategy, Strategy) and strategy.split(":")[0] != "standard":
@@ -188,8 +188,8 @@ def _feedback_sent(t: Trajectory) -> list[str]:
 
 
 async def aevaluate(
-    task: "Task | Domain | str",
-    strategies: Sequence["str | Strategy"] = ("standard",),
+    task: Task | Domain | str,
+    strategies: Sequence[str | Strategy] = ("standard",),
     *,
     model: ModelSpec,
     out: str | Path,
@@ -201,8 +201,8 @@ async def aevaluate(
     domain_options: dict[str, object] | None = None,
     max_rounds: int | None = None,
     k: int | None = None,
-    tools: "Toolbox | Sequence[str | Tool] | None" = None,
-    cache: "bool | str | Path | CallCache" = True,
+    tools: Toolbox | Sequence[str | Tool] | None = None,
+    cache: bool | str | Path | CallCache = True,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[Summary]:
     """The async twin of `evaluate`."""
@@ -235,7 +235,7 @@ async def aevaluate(
     return await _with_model(model, cache, run)
 
 
-def evaluate(task: "Task | Domain | str", strategies: Sequence["str | Strategy"] = ("standard",), **options: Any) -> list[Summary]:
+def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = ("standard",), **options: Any) -> list[Summary]:
     """Run strategies over every instance of a task and summarise them (accuracy with a
     95% interval, rounds, calls, tokens, seconds per strategy), in the given order.
 

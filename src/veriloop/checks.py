@@ -19,7 +19,7 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from .errors import VeriloopError
 from .records import Instance, Verdict, VerdictError
@@ -27,8 +27,8 @@ from .records import Instance, Verdict, VerdictError
 if TYPE_CHECKING:
     from .episode import Episode
 
-CheckResult = Union[bool, str, Sequence[str], Verdict]
-CheckFunction = Callable[[Any, Any], Union[CheckResult, Awaitable[CheckResult]]]
+CheckResult = bool | str | Sequence[str] | Verdict
+CheckFunction = Callable[[Any, Any], CheckResult | Awaitable[CheckResult]]
 
 # The error kind a check's own messages carry in a verdict.
 CHECK_ERROR_KIND = "check"
@@ -91,7 +91,7 @@ class FunctionCheck:
             ) from exc
         return as_verdict(result, self.name)
 
-    async def verify(self, episode: "Episode", text: str, round: int) -> Verdict:
+    async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         domain, instance = episode.domain, episode.instance
         answer = domain.extract_answer(instance, text)
         user_instance = getattr(domain, "user_instance", lambda i: i)(instance)

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .domains.base import Domain
-from .records import Instance, Message, Verdict
 from .errors import VeriloopError
-from .records import CallRecord, Role, RoundRecord, ToolRecord, Trajectory
 from .models.base import Completion, GenParams, Model
+from .records import CallRecord, Instance, Message, Role, RoundRecord, ToolRecord, Trajectory, Verdict
 
 if TYPE_CHECKING:
     from .tools.base import Observation, Toolbox
@@ -33,7 +32,7 @@ class Episode:
     instance: Instance
     seed: int
     trajectory: Trajectory
-    tools: "Toolbox | None" = None
+    tools: Toolbox | None = None
 
     def params(self, **overrides: object) -> GenParams:
         base = GenParams(seed=self.seed, max_tokens=self.domain.answer_tokens)
@@ -72,7 +71,7 @@ class Episode:
 
     async def use_tool(
         self, name: str, tool_input: str, round: int, allowed: tuple[str, ...] | None = None
-    ) -> "Observation":
+    ) -> Observation:
         """Call a tool through the episode's toolbox and record the call. A name outside
         `allowed` is answered like an unknown one, naming the tools that are allowed."""
         if self.tools is None:

@@ -10,9 +10,9 @@ llm     a critique the model writes itself (one `critique` call)
 from __future__ import annotations
 
 from .domains.base import Domain
-from .records import Instance, Message, Verdict, VerdictError
 from .episode import Episode
 from .errors import VeriloopError
+from .records import Instance, Message, Verdict, VerdictError
 
 LEVELS = ("none", "binary", "first", "all", "llm")
 

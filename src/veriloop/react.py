@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .records import Message
 from .episode import Episode
-from .records import Role
 from .models.base import GenParams
+from .records import Message, Role
 from .tools.base import Observation
 
 OBSERVATION = "Observation:"

@@ -20,14 +20,14 @@ import math
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from .checks import CheckFunction, FunctionCheck
 from .domains.base import rejection_feedback, shown_errors
 from .errors import DataFileError, VeriloopError
 from .records import Instance, Message, Verdict
 
-PromptSpec = Union[str, Callable[[Any], Union[str, Sequence[Message]]]]
+PromptSpec = str | Callable[[Any], str | Sequence[Message]]
 
 DEFAULT_REJECTION = "Your answer is not correct"
 DEFAULT_REASK = "Please give a corrected answer."
@@ -116,13 +116,13 @@ class Task:
 
     @classmethod
     def from_records(cls, rows: Iterable[Mapping[str, Any]], prompt: PromptSpec, check: CheckFunction | None = None,
-                     **options: Any) -> "Task":
+                     **options: Any) -> Task:
         """A task from an iterable of mappings (see the class for the options)."""
         return cls(rows, prompt, check, **options)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, prompt: PromptSpec, check: CheckFunction | None = None,
-                   **options: Any) -> "Task":
+                   **options: Any) -> Task:
         """A task from a JSON-lines file, one object per line (blank lines skipped). The
         task is named after the file unless `name` is given."""
         path = Path(path)
@@ -149,7 +149,7 @@ class Task:
 
     @classmethod
     def single(cls, prompt: str | Sequence[Message], check: CheckFunction | None = None, *, instance: Any = None,
-               reference: Any = None, **options: Any) -> "Task":
+               reference: Any = None, **options: Any) -> Task:
         """A one-instance task: the prompt as given (text or chat messages); the check
         receives `instance` (default: the prompt itself) and the answer; `reference`, if
         given, is the ground truth."""

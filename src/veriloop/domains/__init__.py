@@ -28,7 +28,7 @@ DOMAINS: dict[str, str] = {
 }
 
 
-def get_domain(name: "str | Domain", **options: object) -> Domain:
+def get_domain(name: str | Domain, **options: object) -> Domain:
     """The domain called `name`, built with `options` (e.g. toxicity's all_prompts=True).
     A domain object (a `veriloop.Task`, your own class) is returned as it is."""
     if not isinstance(name, str):

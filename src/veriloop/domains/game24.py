@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import combinations, combinations_with_replacement
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ def _combine(left: tuple[str, int], op: str, right: tuple[str, int]) -> tuple[st
     return f"{lexpr} {op} {rexpr}", (_SUM if op in "+-" else _PRODUCT)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _splits(nums: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
     """Each way to cut a sorted multiset in two, listed once, smaller group first."""
     n = len(nums)
@@ -73,7 +73,7 @@ def _splits(nums: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ..
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reachable(nums: tuple[int, ...]) -> Reach:
     """Every value an expression over exactly this multiset can take, with one witness."""
     if len(nums) == 1:
@@ -119,7 +119,7 @@ def _root_hits(nums: tuple[int, ...]) -> list[tuple[str, int]]:
     return hits
 
 
-@lru_cache(maxsize=None)
+@cache
 def _solve_sorted(nums: tuple[int, ...]) -> str | None:
     if not nums:
         return None
@@ -134,7 +134,7 @@ def solve(numbers: Sequence[int]) -> str | None:
     return _solve_sorted(tuple(sorted(int(n) for n in numbers)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _solution_count_sorted(nums: tuple[int, ...]) -> int:
     if len(nums) < 2:
         return int(len(nums) == 1 and nums[0] == 24)
@@ -155,7 +155,7 @@ def _neutral(rest: tuple[int, ...]) -> bool:
     return len(counts) == 1 and next(iter(counts.values())) == 2
 
 
-@lru_cache(maxsize=None)
+@cache
 def _core_operations_sorted(nums: tuple[int, ...]) -> int:
     best = len(nums) - 1
     for size in range(1, len(nums)):
@@ -355,7 +355,7 @@ def _tidy(candidate: str) -> str:
 
 def _extract(text: str) -> str | None:
     last: re.Match[str] | None = None
-    for last in _ANSWER_RE.finditer(text):
+    for last in _ANSWER_RE.finditer(text):  # noqa: B007 - the loop keeps the last match
         pass
     if last is not None:
         after = text[last.end() :]

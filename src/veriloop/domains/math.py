@@ -21,7 +21,15 @@ from ..datafiles import json_list_or_lines, json_objects
 from ..errors import DataFileError, VeriloopError
 from ..tools.sandbox import ExecResult, SandboxLimits, program_from_text, run_python
 from .base import (
-    Instance, MatchesReference, Message, ModelCritiqued, ReadsDataFile, Verdict, VerdictError, rejection_feedback, shown_errors,
+    Instance,
+    MatchesReference,
+    Message,
+    ModelCritiqued,
+    ReadsDataFile,
+    Verdict,
+    VerdictError,
+    rejection_feedback,
+    shown_errors,
 )
 
 CACHE_SIZE = 1024

@@ -24,7 +24,14 @@ from ..datafiles import json_list_or_lines
 from ..errors import DataFileError, VeriloopError
 from ..selfcheck.text import ANSWER_LINE
 from .base import (
-    Instance, MatchesReference, Message, ReadsDataFile, Verdict, VerdictError, rejection_feedback, shown_errors,
+    Instance,
+    MatchesReference,
+    Message,
+    ReadsDataFile,
+    Verdict,
+    VerdictError,
+    rejection_feedback,
+    shown_errors,
 )
 from .math import GSM8K_FORMAT, MATH500_FORMAT, read_gsm8k, read_math500
 

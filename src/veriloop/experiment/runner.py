@@ -19,11 +19,11 @@ from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
 from ..models.base import Model
+from ..records import Trajectory
 from ..strategies.base import Strategy
 from ..tools.base import Toolbox
 from .jsonl import append_record, load_records
 from .metrics import StrategySummary, summarise
-from ..records import Trajectory
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"

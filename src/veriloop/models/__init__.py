@@ -95,7 +95,7 @@ def as_model(
     identity: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    cache: "bool | str | Path | CallCache" = True,
+    cache: bool | str | Path | CallCache = True,
     concurrency: int | None = None,
 ) -> Model:
     """A Model from whatever names or wraps one:

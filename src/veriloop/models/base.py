@@ -47,7 +47,7 @@ class GenParams:
         d["stop"] = list(self.stop)
         return d
 
-    def with_(self, **changes: Any) -> "GenParams":
+    def with_(self, **changes: Any) -> GenParams:
         return replace(self, **changes)
 
 
@@ -72,7 +72,7 @@ class Completion:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Completion":
+    def from_json(cls, d: dict[str, Any]) -> Completion:
         d = dict(d)
         if d.get("logprobs") is not None:
             d["logprobs"] = [TokenLogprob(**t) for t in d["logprobs"]]

@@ -49,7 +49,7 @@ class FunctionModel:
         self.identity: str | None = identity
         self.preferred_concurrency = concurrency
         self._takes_params = _takes_second_argument(fn)
-        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         out = []

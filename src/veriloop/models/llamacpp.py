@@ -85,7 +85,7 @@ def _aligned_llama_class() -> type:
 class _Loaded:
     """One weight file loaded once per process, with its own worker thread."""
 
-    _registry: dict[tuple[str, bool, int, int], "_Loaded"] = {}
+    _registry: dict[tuple[str, bool, int, int], _Loaded] = {}
     _registry_lock = threading.Lock()
 
     def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> None:
@@ -125,7 +125,7 @@ class _Loaded:
         return self._formatter(messages=messages).prompt
 
     @classmethod
-    def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> "_Loaded":
+    def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> _Loaded:
         key = (str(path.resolve()), logits_all, n_ctx, n_batch)
         with cls._registry_lock:
             if key not in cls._registry:

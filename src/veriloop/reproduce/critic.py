@@ -22,13 +22,13 @@ from pathlib import Path
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
 from ..experiment.metrics import wilson_interval
-from . import staged
-from ..records import Trajectory
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
+from ..records import Trajectory
 from ..strategies import parse_strategy
 from ..studies.hallucination import DetectionRecord, run_hallucination_study, summarise_detection
 from ..tools.base import Toolbox
+from . import staged
 
 QA_CONDITIONS = [
     ("CoT", "standard"),

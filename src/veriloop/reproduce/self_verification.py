@@ -19,10 +19,9 @@ from pathlib import Path
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
 from ..experiment.metrics import StrategySummary
-from . import staged
-from ..records import Trajectory
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
+from ..records import Trajectory
 from ..strategies import parse_strategy
 from ..studies.verification import (
     JudgedItem,
@@ -32,6 +31,7 @@ from ..studies.verification import (
     verification_table,
     write_json,
 )
+from . import staged
 
 # (column label, strategy spec); the paper's Table 1 columns, in its order.
 CONDITIONS: list[tuple[str, str]] = [

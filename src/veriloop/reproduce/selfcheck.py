@@ -25,11 +25,11 @@ from pathlib import Path
 
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
-from ..records import Trajectory
-from ..selfcheck.records import SolutionCheck
 from ..experiment.runner import load_trajectories, run_experiment
 from ..models.base import Model
+from ..records import Trajectory
 from ..selfcheck.arithmetic import arithmetic_label
+from ..selfcheck.records import SolutionCheck
 from ..selfcheck.scoring import answer_clusters, vote
 from ..strategies import parse_strategy
 from ..strategies.selfcheck import same_answer

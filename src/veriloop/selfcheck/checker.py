@@ -19,9 +19,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from .records import SolutionCheck, StepCheck
 from ..models.base import GenParams, Model
 from ..records import Message
+from .records import SolutionCheck, StepCheck
 from .scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, confidence
 from .text import parse_comparison, parse_global, parse_used, split_facts, split_steps
 

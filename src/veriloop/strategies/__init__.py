@@ -23,7 +23,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
-def parse_strategy(spec: "str | Strategy", defaults: dict[str, object] | None = None) -> Strategy:
+def parse_strategy(spec: str | Strategy, defaults: dict[str, object] | None = None) -> Strategy:
     """Build a strategy from its spec. `defaults` (from --max-rounds, --k) fill options the
     strategy has and the spec leaves unset. A Strategy object is returned as it is."""
     if isinstance(spec, Strategy):

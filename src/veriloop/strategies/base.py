@@ -11,12 +11,12 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from ..records import Message, Verdict
+from ..checks import FunctionCheck
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..feedback import check_level
 from ..models.base import GenParams
-from ..checks import FunctionCheck
+from ..records import Message, Verdict
 from ..verifiers import VERIFIERS, Verifier, get_verifier
 
 

@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..records import Message, Verdict, VerdictError
 from ..episode import Episode
 from ..react import react, tool_protocol
+from ..records import Message, Verdict, VerdictError
 from ..verifiers.critic import CriticVerifier, as_critic_task
 from .base import Strategy
 

@@ -6,12 +6,12 @@ from typing import Literal
 from pydantic import Field
 
 from ..domains.base import Domain
-from ..records import Instance, Verdict
 from ..episode import Episode
+from ..records import Instance, Verdict
 from ..selfcheck.checker import CheckSettings, StepChecker
 from ..selfcheck.scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, answer_clusters, vote
-from ..verifiers.selfcheck import DEFAULT_THRESHOLD, episode_ask, question_text, verdict_from_check
 from ..verifiers import get_verifier
+from ..verifiers.selfcheck import DEFAULT_THRESHOLD, episode_ask, question_text, verdict_from_check
 from .base import OptionalVerifierSpec, Strategy
 
 

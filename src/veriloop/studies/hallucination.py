@@ -36,8 +36,8 @@ from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.jsonl import append_record, load_records
 from ..experiment.metrics import wilson_interval
-from ..records import Trajectory
 from ..models.base import Model, TokenLogprob
+from ..records import Trajectory
 from ..tools.base import Toolbox
 from ..verifiers.critic import CriticVerifier, as_critic_task
 

@@ -24,9 +24,9 @@ from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.jsonl import append_record, load_records
 from ..experiment.metrics import wilson_interval
-from ..records import Trajectory
 from ..feedback import critique_messages
 from ..models.base import Model
+from ..records import Trajectory
 from ..verifiers.llm_judge import LLMJudge
 
 JUDGES = ("llm", "llm-cot")

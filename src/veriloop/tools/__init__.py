@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 from ..errors import VeriloopError
-from .base import Observation, Tool, ToolCache, Toolbox, failed
+from .base import Observation, Tool, Toolbox, ToolCache, failed
 
 TOOLS: dict[str, str] = {
     "python": "veriloop.tools.sandbox:PythonTool",

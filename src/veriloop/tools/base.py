@@ -104,7 +104,7 @@ class Toolbox:
     def names(self) -> list[str]:
         return list(self.tools)
 
-    def subset(self, names: tuple[str, ...] | list[str]) -> "Toolbox":
+    def subset(self, names: tuple[str, ...] | list[str]) -> Toolbox:
         """The same tools and cache, restricted to `names` (those this box has)."""
         return Toolbox([self.tools[n] for n in names if n in self.tools], self.cache, self.timeout)
 
@@ -125,7 +125,7 @@ class Toolbox:
         started = time.perf_counter()
         try:
             observation = await asyncio.wait_for(asyncio.to_thread(tool.run, tool_input), self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return failed(name, tool_input, f"The {name} tool did not answer within {self.timeout:g} s.")
         except Exception as exc:  # a tool bug must not end the run; the loop sees what happened
             return failed(name, tool_input, f"The {name} tool failed: {type(exc).__name__}: {exc}")

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..paths import home
 from . import get_tool
-from .base import Tool, ToolCache, Toolbox
+from .base import Tool, Toolbox, ToolCache
 
 ALL_TOOLS = ("python", "calculator", "search", "toxicity")
 

@@ -319,7 +319,7 @@ class WebSearch:
         except urllib.error.HTTPError as exc:
             hint = " (is the json format enabled in the engine's settings?)" if exc.code == 403 else ""
             return failed(NAME, tool_input, f"The search engine answered HTTP {exc.code}{hint}.", status=exc.code)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return failed(NAME, tool_input, f"The search engine did not answer within {self.timeout:g} s.")
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):

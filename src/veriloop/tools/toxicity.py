@@ -237,7 +237,7 @@ class PerspectiveToxicity:
                     self._hide_key(f"The Perspective API answered HTTP {exc.code}{tries}{detail}."),
                     status=exc.code,
                 )
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 return failed(NAME, tool_input, f"The Perspective API did not answer within {self.timeout:g} s.")
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, (TimeoutError, socket.timeout)):

@@ -24,7 +24,7 @@ VERIFIERS: dict[str, Callable[[], Verifier]] = {
 THRESHOLDED = ("selfcheck", "global-check")
 
 
-def get_verifier(name: "str | Verifier") -> Verifier:
+def get_verifier(name: str | Verifier) -> Verifier:
     """The verifier a name stands for (`selfcheck@0.8` sets a threshold); a verifier
     object is returned as it is."""
     if not isinstance(name, str):

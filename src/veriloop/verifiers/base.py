@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..records import Verdict
 from ..episode import Episode
+from ..records import Verdict
 
 
 class Verifier(Protocol):

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..domains.base import CriticTask, Domain
-from ..records import Message, Verdict, VerdictError
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..react import observation_message, react, self_evidence_protocol, tool_protocol
+from ..records import Message, Verdict, VerdictError
 from ..tools.base import Observation
 from ..verdict_text import parse_verdict
 

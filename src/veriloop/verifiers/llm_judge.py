@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from ..records import Verdict, VerdictError
 from ..episode import Episode
+from ..records import Verdict, VerdictError
 
 JUDGE_SYSTEM = "You are a careful checker. You decide whether a proposed answer to a problem is correct."
 

@@ -6,10 +6,10 @@ the model to redo the solution from the first contradicted step."""
 from __future__ import annotations
 
 from ..domains.base import Domain
-from ..records import Instance, Verdict, VerdictError
 from ..episode import Episode
-from ..selfcheck.records import SolutionCheck
+from ..records import Instance, Verdict, VerdictError
 from ..selfcheck.checker import Ask, CheckSettings, StepChecker
+from ..selfcheck.records import SolutionCheck
 
 # Rejects any solution with a contradicted step (w = 0.54 for one) or with three or more
 # steps the check could not relate (w = 0.58 for three), and accepts the rest.
