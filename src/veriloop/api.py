@@ -15,7 +15,6 @@ the command line uses, and every call goes through the same loops, cache and rec
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,9 @@ from typing import Any, TypeVar
 
 from .checks import is_check_function
 from .domains import Domain, get_domain
-from .episode import Episode
-from .errors import ContextOverflow, VeriloopError
+from .errors import VeriloopError
 from .experiment.metrics import StrategySummary
-from .experiment.runner import run_experiment
+from .experiment.runner import run_episode, run_experiment
 from .models import CachedModel, CallCache, Model, as_model
 from .records import Message, Trajectory
 from .strategies import Strategy, parse_strategy
@@ -128,16 +126,7 @@ async def acorrect(
     box = toolbox(tools)
 
     async def run(lm: Model) -> Result:
-        inst = task.instances[0]
-        t = Trajectory(strategy=chosen.canonical, domain=task.name, model=lm.name, instance_id=inst.id, seed=seed)
-        episode = Episode(model=lm, domain=task, instance=inst, seed=seed, trajectory=t, tools=box)
-        started = time.perf_counter()
-        try:
-            await chosen.run(episode)
-        except ContextOverflow:
-            episode.finish(t.rounds[-1].text if t.rounds else None, "context_overflow")
-        t.seconds = round(time.perf_counter() - started, 4)
-        return _result(task, t)
+        return _result(task, await run_episode(lm, task, chosen, task.instances[0], seed, box))
 
     return await _with_model(model, cache, run)
 

@@ -56,6 +56,22 @@ def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n")
 
 
+async def run_episode(
+    model: Model, domain: Domain, strategy: Strategy, instance: Instance, seed: int, tools: Toolbox | None = None
+) -> Trajectory:
+    """One strategy on one instance, timed; a conversation that outgrows the context ends
+    the trajectory (stop reason context_overflow) with its last answer."""
+    t = Trajectory(strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed)
+    episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
+    started = time.perf_counter()
+    try:
+        await strategy.run(episode)
+    except ContextOverflow:
+        episode.finish(t.rounds[-1].text if t.rounds else None, "context_overflow")
+    t.seconds = round(time.perf_counter() - started, 4)
+    return t
+
+
 async def run_experiment(
     model: Model,
     domain: Domain,
@@ -89,15 +105,7 @@ async def run_experiment(
     async def one(strategy: Strategy, instance: Instance) -> None:
         nonlocal finished
         async with semaphore:
-            t = Trajectory(strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed)
-            episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
-            t0 = time.perf_counter()
-            try:
-                await strategy.run(episode)
-            except ContextOverflow:
-                last = t.rounds[-1].text if t.rounds else None
-                episode.finish(last, "context_overflow")
-            t.seconds = round(time.perf_counter() - t0, 4)
+            t = await run_episode(model, domain, strategy, instance, seed, tools)
         async with write_lock:
             append_record(traj_path, t)
             new.append(t)
