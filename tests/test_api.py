@@ -385,3 +385,20 @@ def test_a_model_returning_fewer_samples_than_asked_is_an_error(tmp_path):
     for cache in (False, tmp_path / "calls.sqlite"):
         with pytest.raises(VeriloopError, match=r"returned 1 completions when asked for 3 \(params.n\)"):
             veriloop.correct(OneOnly(), BASE, odd_as_bool, strategy="self-consistency:k=3", cache=cache)
+
+
+def test_an_openai_client_needs_its_model_name_and_must_be_async():
+    import openai
+
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    with pytest.raises(VeriloopError, match="needs the model's name"):
+        veriloop.model(client, cache=False)
+    for model in (veriloop.model(client, model_name="m", cache=False), veriloop.model((client, "m"), cache=False)):
+        assert (model.backend, model.name, model.identity, model.preferred_concurrency) == ("openai", "m", "m", 8)
+    with pytest.raises(VeriloopError, match="give an openai.AsyncOpenAI client"):
+        veriloop.model(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"))
+
+
+def test_a_model_id_string_names_a_pack_or_fails_clearly():
+    with pytest.raises(VeriloopError, match="unknown model 'no-such-model'"):
+        veriloop.model("no-such-model")

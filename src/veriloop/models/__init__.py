@@ -117,6 +117,11 @@ def as_model(
         return spec
     if isinstance(spec, str):
         backend = load_backend(spec, base_url=base_url, api_key=api_key)
+    elif _is_sync_openai_client(spec):
+        raise VeriloopError(
+            "veriloop calls models asynchronously: give an openai.AsyncOpenAI client (or wrap your openai.OpenAI "
+            "call in a function messages -> str)"
+        )
     elif _is_openai_client(spec):
         if not model_name:
             raise VeriloopError("an OpenAI client needs the model's name: model_name='...' or (client, 'model-name')")
@@ -156,7 +161,13 @@ def _is_openai_client(obj: object) -> bool:
         import openai
     except ImportError:  # pragma: no cover - openai is a dependency
         return False
-    return isinstance(obj, (openai.AsyncOpenAI, openai.OpenAI))
+    return isinstance(obj, openai.AsyncOpenAI)
+
+
+def _is_sync_openai_client(obj: object) -> bool:
+    import openai
+
+    return isinstance(obj, openai.OpenAI)
 
 
 __all__ = [
