@@ -115,11 +115,96 @@ class TestVerify:
         assert_one_line_error(veriloop("verify", "game24", "--instance", "1 2 3", "--answer", "1"), "four whole numbers")
 
 
-def test_help_explains_the_strategy_notation():
-    proc = veriloop("run", "--help")
-    assert proc.returncode == 0
-    for word in ("backprompt", "verifier=sound", "feedback=none|binary|first|all|llm", "self-consistency", "--max-rounds"):
-        assert word in proc.stdout
+def help_at_80_columns(*args: str) -> str:
+    """The help of a command as an 80-column terminal shows it (in process)."""
+    from typer.testing import CliRunner
+
+    from veriloop.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def registry_words() -> list[str]:
+    from veriloop.feedback import LEVELS
+    from veriloop.strategies import STRATEGIES
+    from veriloop.verifiers import THRESHOLDED, VERIFIERS
+
+    words = [*STRATEGIES, *VERIFIERS, *(f"{name}@T" for name in THRESHOLDED), *LEVELS]
+    return words + [field for cls in STRATEGIES.values() for field in cls.model_fields]
+
+
+def test_run_help_lists_the_registries_uncut_in_80_columns():
+    from veriloop.models.packs import DEFAULT_MODEL
+
+    env = dict(os.environ, COLUMNS="80")
+    proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "run", "--help"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "\u2026" not in text  # nothing cut with an ellipsis
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = {word.rstrip(".,;:)]").lstrip("([") for word in text.split()}
+    for word in ("selfcheck", "global-check", "selfcheck@T", "best-of-n", "backprompt", "none", "llm", *registry_words()):
+        assert word in words, word
+    for option in ("--strategy", "--model", "--max-rounds", "--base-url", "--api-key", "--cache", "--no-cache",
+                   "--toxicity-backend", "--allow-unisolated", "--no-allow-unisolated", "--domain-option"):
+        assert option in words, option
+    assert DEFAULT_MODEL in words
+
+
+def test_a_strategy_verifier_or_level_added_to_a_registry_shows_in_run_help(monkeypatch):
+    import veriloop.feedback
+    import veriloop.verifiers
+    from veriloop.strategies import STRATEGIES
+    from veriloop.strategies.base import Strategy
+    from veriloop.verifiers import VERIFIERS
+
+    class Throwaway(Strategy):
+        kind = "throwaway-strategy"
+        summary = "a strategy that exists only in this test"
+        patience: int = 3
+
+    monkeypatch.setitem(STRATEGIES, Throwaway.kind, Throwaway)
+    monkeypatch.setitem(VERIFIERS, "throwaway-verifier", VERIFIERS["sound"])
+    monkeypatch.setattr(veriloop.verifiers, "THRESHOLDED", (*veriloop.verifiers.THRESHOLDED, "throwaway-verifier"))
+    monkeypatch.setattr(veriloop.feedback, "LEVELS", (*veriloop.feedback.LEVELS, "throwaway-level"))
+    text = help_at_80_columns("run")
+    for word in ("throwaway-strategy", "a strategy that exists only in this test", "patience",
+                 "throwaway-verifier", "throwaway-verifier@T", "throwaway-level"):
+        assert word in text, word
+    assert "\u2026" not in text
+
+
+def all_commands() -> list[tuple[str, ...]]:
+    import typer
+    from typer.core import TyperGroup
+
+    from veriloop.cli import app
+
+    found: list[tuple[str, ...]] = []
+
+    def walk(command: typer.core.TyperCommand | TyperGroup, path: tuple[str, ...]) -> None:
+        found.append(path)
+        if isinstance(command, TyperGroup):
+            for name, sub in command.commands.items():
+                walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_every_help_page_fits_80_columns_uncut():
+    commands = all_commands()
+    assert ("run",) in commands and ("reproduce", "critic") in commands and ("tools", "run") in commands
+    for path in commands:
+        text = help_at_80_columns(*path)
+        assert "\u2026" not in text, path
+        assert max(len(line) for line in text.splitlines()) <= 80, path
+        listing = text.partition("Commands:")[2]  # a group's commands, one line each
+        for line in listing.splitlines():
+            assert not line.endswith("..."), (path, line)
 
 
 @pytest.mark.model

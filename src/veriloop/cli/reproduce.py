@@ -8,24 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import VeriloopError
-from .common import (
-    DEFAULT_MODEL,
-    SEARCH_URL_HELP,
-    ApiKeyOpt,
-    BaseUrlOpt,
-    CacheOpt,
-    ModelChoice,
-    ModelOpt,
-    OutOpt,
-    SeedOpt,
-    Session,
-    ToxicityOpt,
-    UnisolatedOpt,
-    out,
-    run_on_model,
-    slug,
-    tool_settings,
-)
+from .common import DEFAULT_MODEL, SEARCH_URL_HELP, ModelChoice, Opt, Session, out, run_on_model, slug, tool_settings
 
 
 def _subset(value: str | None, known: list[str], what: str, where: str = "") -> list[str] | None:
@@ -44,7 +27,7 @@ def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> No
 
 
 def self_verification(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     # Each instance per domain costs about 21 minutes cold on the default model here (8
     # conditions x up to 15 rounds x 4 domains, plus the study); 2 keeps the whole
     # reproduction under an hour. Raise it on faster hardware or a server.
@@ -55,13 +38,13 @@ def self_verification(
     data_root: Annotated[
         Path, typer.Option(help="Folder with game24/, graph_coloring/, planbench/ (missing: generated instances).")
     ] = Path("../shared/data"),
-    out_dir: OutOpt = None,
+    out_dir: Opt.Out = None,
     max_rounds: Annotated[int, typer.Option(help="Backprompt rounds (the paper: 15).", min=1)] = 15,
     domains: Annotated[str | None, typer.Option(help="Comma-separated subset of the four domains.")] = None,
-    seed: SeedOpt = 0,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    seed: Opt.Seed = 0,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
@@ -85,7 +68,7 @@ def self_verification(
 
 
 def critic(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     # A CRITIC trajectory on the default model takes about a minute here (a CoT or program,
     # up to 7 tool-using verification steps and a correction, several rounds); 3 per task
     # keeps the whole reproduction near an hour. Raise it on a server.
@@ -107,16 +90,16 @@ def critic(
     max_corrections: Annotated[int | None, typer.Option(
         help="Corrections per CRITIC run (default: the paper's, QA 3, math 4, toxicity 4).", min=0
     )] = None,
-    out_dir: OutOpt = None,
-    seed: SeedOpt = 0,
+    out_dir: Opt.Out = None,
+    seed: Opt.Seed = 0,
     search_url: Annotated[
         str | None, typer.Option(help=SEARCH_URL_HELP + " Default: BM25 over the HotpotQA paragraphs.")
     ] = None,
-    toxicity_backend: ToxicityOpt = "offline",
-    allow_unisolated: UnisolatedOpt = False,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    toxicity_backend: Opt.Toxicity = "offline",
+    allow_unisolated: Opt.Unisolated = False,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
@@ -150,7 +133,7 @@ def critic(
 
 
 def selfcheck(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     # A GSM8K solution of about six steps costs about a minute of checking on the default
     # model here (4 calls a step); 10 questions x 4 solutions is near an hour with the
     # baselines. Raise both on a server.
@@ -177,11 +160,11 @@ def selfcheck(
     majority_cap: Annotated[int, typer.Option(
         help="Most samples majority voting may draw to match SelfCheck's token budget.", min=1
     )] = 16,
-    out_dir: OutOpt = None,
+    out_dir: Opt.Out = None,
     seed: Annotated[int, typer.Option(help="Seed of the samples and of the orderings.")] = 0,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
     for weighted and majority voting (same solutions, ± standard error), TPR/FPR at

@@ -7,27 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from ..errors import VeriloopError
-from .common import (
-    DEFAULT_MODEL,
-    ApiKeyOpt,
-    BaseUrlOpt,
-    CacheOpt,
-    ModelChoice,
-    ModelOpt,
-    SearchCorpusOpt,
-    SearchUrlOpt,
-    Session,
-    ToxicityOpt,
-    UnisolatedOpt,
-    out,
-    run_on_model,
-    slug,
-    tool_settings,
-)
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, tool_settings
 
 if TYPE_CHECKING:
+    from typer._click import Context, HelpFormatter  # typer's own copy of click
+
     from ..domains.base import Domain
     from ..experiment.runner import RunResult
     from ..tools.base import Toolbox
@@ -40,14 +27,43 @@ DEFAULT_STRATEGIES = [
 ]
 
 STRATEGY_HELP = (
-    "Strategy spec, repeatable (or ';'-separated): NAME or NAME:key=value,... "
-    "NAMES (options): standard (temperature); backprompt (verifier=sound|llm|llm-cot|critic|critic-notool, "
-    "feedback=none|binary|first|all|llm, max_rounds, temperature); sampling (k, temperature, verifier); "
-    "self-consistency (k, temperature); critic (tools, oracle, init=standard|react, max_corrections, "
-    "max_interactions, stop_on_verdict, stop_on_unchanged, stop_on_threshold, temperature, correction_temperature); "
-    "react (max_interactions); rejection-sampling (n, temperature, top_p). "
-    "Example: -s 'backprompt:verifier=sound,feedback=all'. Default: the four of the main job."
+    "Strategy spec NAME or NAME:key=value,... (repeatable, or ';'-separated); the names and options are listed "
+    "below. Default: the four of the main job."
 )
+
+
+def registry_sections() -> list[tuple[str, list[tuple[str, str]] | str]]:
+    """Every strategy (its summary and options), verifier and feedback level, read from the
+    registries when the help is shown, so a new entry needs no edit here."""
+    from ..feedback import LEVELS
+    from ..strategies import STRATEGIES
+    from ..verifiers import THRESHOLDED, VERIFIERS
+
+    strategies = [
+        (name, f"{cls.summary}. Options: {', '.join(cls.model_fields) or 'none'}.")
+        for name, cls in STRATEGIES.items()
+    ]
+    verifiers = ", ".join([*VERIFIERS, *(f"{name}@T" for name in THRESHOLDED)]) + "."
+    if THRESHOLDED:
+        verifiers += f" With @T ({', '.join(THRESHOLDED)}): accept above the confidence T, e.g. {THRESHOLDED[0]}@0.8."
+    return [
+        ("Strategies (-s NAME or -s NAME:key=value,...)", strategies),
+        ("Verifiers (a strategy's verifier=NAME)", verifiers),
+        ("Feedback levels (feedback=LEVEL)", ", ".join(LEVELS) + "."),
+        ("Example", "-s standard -s 'backprompt:verifier=sound,feedback=all' -s sampling:k=3"),
+    ]
+
+
+class RunCommand(TyperCommand):
+    """`run`, whose help ends with the registries, listed when the help is shown."""
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        for title, body in registry_sections():
+            with formatter.section(title):
+                if isinstance(body, str):
+                    formatter.write_text(body)
+                else:
+                    formatter.write_dl(body)
 
 
 def domain_options(items: list[str]) -> dict[str, object]:
@@ -80,8 +96,8 @@ def toolbox_for(
 
 def run(
     domain: Annotated[str, typer.Option(help="Domain to run (game24).")] = "game24",
-    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP)] = None,
-    model: ModelOpt = DEFAULT_MODEL,
+    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP, metavar="SPEC")] = None,
+    model: Opt.Model = DEFAULT_MODEL,
     n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
     offset: Annotated[
         int, typer.Option(help="Skip this many instances first (e.g. 900 for 4nums ranks 901+).", min=0)
@@ -98,15 +114,16 @@ def run(
     concurrency: Annotated[
         int | None, typer.Option(help="Trajectories at once (default: 1 in-process, 8 for servers).", min=1)
     ] = None,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    search_corpus: SearchCorpusOpt = None,
-    search_url: SearchUrlOpt = None,
-    toxicity_backend: ToxicityOpt = "offline",
-    allow_unisolated: UnisolatedOpt = False,
+    search_corpus: Opt.SearchCorpus = None,
+    search_url: Opt.SearchUrl = None,
+    toxicity_backend: Opt.Toxicity = "offline",
+    allow_unisolated: Opt.Unisolated = False,
     domain_option: Annotated[list[str] | None, typer.Option(
+        metavar="KEY=VALUE",
         help="A domain setting KEY=VALUE, repeatable (VALUE read as JSON when it parses), "
         "e.g. toxicity's all_prompts=true, threshold=0.5, stop_below=0.1."
     )] = None,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ApiKeyOpt, BaseUrlOpt, CacheOpt, ModelChoice, ModelOpt, Session, out, run_on_model
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model
 
 if TYPE_CHECKING:
     from ..selfcheck import SolutionCheck
@@ -39,7 +39,7 @@ def selfcheck(
     solution_file: Annotated[
         Path | None, typer.Option(help="The solution, from a file (- for standard input).")
     ] = None,
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     threshold: Annotated[
         float, typer.Option(help="Accept when the confidence is above this.", min=0.0, max=1.0)
     ] = 0.6,
@@ -49,9 +49,9 @@ def selfcheck(
         float, typer.Option(help="Weight of an unrelated or unreadable step (λ₀).", min=0.0)
     ] = 0.3,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole check as JSON.")] = False,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
     what it uses, an independent redo, and whether the redo supports it; then the

@@ -7,18 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import (
-    DEFAULT_MODEL,
-    ApiKeyOpt,
-    BaseUrlOpt,
-    CacheOpt,
-    ModelChoice,
-    ModelOpt,
-    Session,
-    out,
-    run_on_model,
-    slug,
-)
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug
 
 if TYPE_CHECKING:
     from ..studies.verification import JudgedItem
@@ -28,16 +17,16 @@ def verification(
     domain: Annotated[
         str, typer.Option(help="Domain (game24, coloring, blocksworld, mystery_blocksworld).")
     ] = "game24",
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Opt.Model = DEFAULT_MODEL,
     n: Annotated[int, typer.Option("-n", help="Instances.", min=1)] = 5,
     offset: Annotated[int, typer.Option(help="Skip this many instances first.", min=0)] = 0,
     data: Annotated[Path | None, typer.Option(help="Instance file or folder (default: generated).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Study directory (resumable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for candidate generation and calls.")] = 0,
     critiques: Annotated[bool, typer.Option(help="Also ask for a critique of every wrong candidate.")] = True,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    cache: CacheOpt = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
 ) -> None:
     """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import SearchCorpusOpt, SearchUrlOpt, ToxicityOpt, UnisolatedOpt, out, tool_settings
+from .common import Opt, out, tool_settings
 
 
 def tools_list() -> None:
@@ -28,10 +28,10 @@ def tools_list() -> None:
 
 def tools_run(
     name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search or toxicity.")],
-    search_corpus: SearchCorpusOpt = None,
-    search_url: SearchUrlOpt = None,
-    toxicity_backend: ToxicityOpt = "offline",
-    allow_unisolated: UnisolatedOpt = False,
+    search_corpus: Opt.SearchCorpus = None,
+    search_url: Opt.SearchUrl = None,
+    toxicity_backend: Opt.Toxicity = "offline",
+    allow_unisolated: Opt.Unisolated = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the whole observation as JSON (text, ok, data, seconds)."
     )] = False,
@@ -39,9 +39,13 @@ def tools_run(
     """Read the tool's input on stdin and print its observation, as the model would see it.
 
     Exit status 0 when the tool worked, 1 when it reported a failure (error, time-out, refusal).
-    Examples: echo "sqrt(2)*3" | veriloop tools run calculator;
-    printf 'answer = 6*7' | veriloop tools run python;
-    echo "capital of France" | veriloop tools run search --search-corpus docs.jsonl
+
+    Examples:
+
+    \b
+    echo "sqrt(2)*3" | veriloop tools run calculator
+    printf 'answer = 6*7' | veriloop tools run python
+    echo "capital of France" | veriloop tools run search --search-corpus d.jsonl
     """
     from ..tools import TOOLS
     from ..tools.config import build_toolbox

@@ -31,6 +31,7 @@ def verify(
     """Check answers with a domain's sound verifier.
 
     One answer: prints the verdict as JSON; exit status 0 if it is correct, 1 if not.
+
     Batch: prints one JSON verdict per input line, in order; exit status 0 when every line was read.
     Batch lines hold the instance fields and "answer": {"instance": "1 1 4 6", ...} (game24),
     {"graph": "<.col text>", ...} (coloring), {"domain": "<pddl>", "problem": "<pddl>", ...} (planning).
