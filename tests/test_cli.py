@@ -81,7 +81,8 @@ class TestBadInput:
 
 class TestVerify:
     def test_single_answer_exit_codes(self):
-        ok = veriloop("verify", "game24", "--instance", "1 1 4 6", "--answer", "Multiply the big ones.\nAnswer: 4 × 6 × (1 × 1) = 24")
+        answer = "Multiply the big ones.\nAnswer: 4 × 6 × (1 × 1) = 24"
+        ok = veriloop("verify", "game24", "--instance", "1 1 4 6", "--answer", answer)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         assert json.loads(ok.stdout)["ok"] is True
         wrong = veriloop("verify", "game24", "--instance", "1 1 4 6", "--answer", "(6+1)*4-1")
@@ -112,7 +113,8 @@ class TestVerify:
         assert_one_line_error(veriloop("verify", "game24", "--batch", str(batch)), "line 2")
 
     def test_bad_instance(self):
-        assert_one_line_error(veriloop("verify", "game24", "--instance", "1 2 3", "--answer", "1"), "four whole numbers")
+        proc = veriloop("verify", "game24", "--instance", "1 2 3", "--answer", "1")
+        assert_one_line_error(proc, "four whole numbers")
 
 
 def help_at_80_columns(*args: str) -> str:
@@ -146,7 +148,7 @@ def test_run_help_lists_the_registries_uncut_in_80_columns():
     assert "\u2026" not in text  # nothing cut with an ellipsis
     assert max(len(line) for line in text.splitlines()) <= 80
     words = {word.rstrip(".,;:)]").lstrip("([") for word in text.split()}
-    for word in ("selfcheck", "global-check", "selfcheck@T", "best-of-n", "backprompt", "none", "llm", *registry_words()):
+    for word in ("selfcheck", "global-check", "selfcheck@T", "best-of-n", "none", "llm", *registry_words()):
         assert word in words, word
     for option in ("--strategy", "--model", "--max-rounds", "--base-url", "--api-key", "--cache", "--no-cache",
                    "--toxicity-backend", "--allow-unisolated", "--no-allow-unisolated", "--domain-option"):
@@ -261,10 +263,11 @@ def test_verify_planning_single_batch_and_bad_pddl(tmp_path, shared_data):
     domain_file, problem = folder / "domain.pddl", folder / "instances" / "instance-1.pddl"
     plan = "1. Unstack the blue block from on top of the orange block\n2. put down the blue block\n" \
            "3. pick up the orange block\n4. stack the orange block on top of the blue block."
-    ok = veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text", plan)
+    args = ("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text")
+    ok = veriloop(*args, plan)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     pddl_plan = "(unstack b c)\n(pick-up c)"
-    bad = veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text", pddl_plan)
+    bad = veriloop(*args, pddl_plan)
     assert bad.returncode == 1
     errors = json.loads(bad.stdout)["errors"]
     assert errors[0]["kind"] == "inexecutable" and "2" in (errors[0]["where"] or errors[0]["message"])
@@ -280,7 +283,8 @@ def test_verify_planning_single_batch_and_bad_pddl(tmp_path, shared_data):
     broken = tmp_path / "broken.pddl"
     broken.write_text("(define (problem p) (:domain blocksworld-4ops)\n (:objects a b)\n (:init (ontable a)\n")
     assert_one_line_error(
-        veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(broken), "--plan-text", plan),
+        veriloop("verify", "blocksworld", "--domain-file", str(domain_file), "--problem", str(broken),
+                 "--plan-text", plan),
         "broken.pddl",
     )
 

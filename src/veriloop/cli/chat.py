@@ -22,7 +22,9 @@ def chat(
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="Answer this one question and exit (no prompt).")
     ] = None,
-    max_turns: Annotated[int, typer.Option(help="Verify-critique-correct turns per question (the blog: 5).", min=1)] = 5,
+    max_turns: Annotated[
+        int, typer.Option(help="Verify-critique-correct turns per question (the blog: 5).", min=1)
+    ] = 5,
     tools: Annotated[str, typer.Option(help="Comma-separated tools the agent may use.")] = "calculator,python,search",
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,

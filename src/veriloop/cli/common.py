@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 SEARCH_URL_HELP = (
-    "A search engine API for the search tool instead, e.g. a SearxNG instance (or VERILOOP_SEARCH_URL). Off unless given."
+    "A search engine API for the search tool instead, e.g. a SearxNG instance (or VERILOOP_SEARCH_URL). "
+    "Off unless given."
 )
 
 

@@ -145,7 +145,9 @@ def run(
     if not instances:
         raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
     run_dir = out_dir or Path("runs") / f"{domain}-{slug(model)}-seed{seed}"
-    config: dict[str, object] = {"model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset}
+    config: dict[str, object] = {
+        "model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset,
+    }
     toolbox = toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
 
     async def job(s: Session) -> RunResult:

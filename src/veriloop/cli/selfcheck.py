@@ -95,6 +95,8 @@ def show_check(check: SolutionCheck, model: str, threshold: float, accepted: boo
     capped = (
         f"; {check.steps_total - check.steps_checked} later steps not checked (--max-steps)" if check.capped else ""
     )
-    out.print(f"confidence {check.confidence:.3f} ({len(check.contradicted)} contradicted, {check.unrelated} unrelated "
-              f"of {check.steps_checked} steps{capped}): {'accepted' if accepted else 'rejected'} at threshold {threshold}",
-              highlight=False)
+    out.print(
+        f"confidence {check.confidence:.3f} ({len(check.contradicted)} contradicted, {check.unrelated} unrelated "
+        f"of {check.steps_checked} steps{capped}): {'accepted' if accepted else 'rejected'} at threshold {threshold}",
+        highlight=False,
+    )
