@@ -402,3 +402,12 @@ def test_an_openai_client_needs_its_model_name_and_must_be_async():
 def test_a_model_id_string_names_a_pack_or_fails_clearly():
     with pytest.raises(VeriloopError, match="unknown model 'no-such-model'"):
         veriloop.model("no-such-model")
+
+
+def test_evaluate_reports_progress_per_finished_trajectory(tmp_path, capsys):
+    task = Task.from_records(ROWS, prompt="Compute {q}.", check=lambda row, answer: True)
+    seen = []
+    veriloop.evaluate(task, ["standard", "sampling:k=1"], model=lambda m: "1", out=tmp_path / "run", cache=False,
+                      progress=False, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 6), (1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6)]
+    assert capsys.readouterr().err == ""

@@ -15,7 +15,8 @@ the command line uses, and every call goes through the same loops, cache and rec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -193,6 +194,7 @@ async def aevaluate(
     tools: Toolbox | Sequence[str | Tool] | None = None,
     cache: bool | str | Path | CallCache = True,
     on_progress: Callable[[int, int], None] | None = None,
+    progress: bool | None = None,
 ) -> list[Summary]:
     """The async twin of `evaluate`."""
     domain: Any = get_domain(task, **(domain_options or {})) if isinstance(task, str) else task
@@ -215,13 +217,41 @@ async def aevaluate(
 
     async def run(lm: Model) -> list[Summary]:
         calls = (lambda: lm.stats.backend_calls) if isinstance(lm, CachedModel) else (lambda: 0)
-        result = await run_experiment(
-            lm, domain, chosen, instances, Path(out), seed=seed, concurrency=concurrency, config=config,
-            on_progress=on_progress, backend_calls=calls, tools=box,
-        )
+        with _progress_bar(f"{domain.name} x {len(chosen)} strategies", progress, on_progress) as report:
+            result = await run_experiment(
+                lm, domain, chosen, instances, Path(out), seed=seed, concurrency=concurrency, config=config,
+                on_progress=report, backend_calls=calls, tools=box,
+            )
         return result.summaries
 
     return await _with_model(model, cache, run)
+
+
+@contextmanager
+def _progress_bar(
+    title: str, show: bool | None, also: Callable[[int, int], None] | None
+) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of finished trajectories on stderr (by default only when stderr is
+    a terminal), which also calls the user's own callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=console, transient=False)
+    visible = console.is_terminal if show is None else show
+    task_id = bar.add_task(title, total=None)
+
+    def report(done: int, total: int) -> None:
+        bar.update(task_id, completed=done, total=total)
+        if also is not None:
+            also(done, total)
+
+    if not visible:
+        yield (also or (lambda done, total: None))
+        return
+    with bar:
+        yield report
 
 
 def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = ("standard",), **options: Any) -> list[Summary]:
@@ -234,7 +264,9 @@ def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = (
     trajectory as it finishes, so an interrupted evaluate resumes there and a finished
     one re-runs with no model call. `n`/`offset` select instances; `concurrency` is how
     many trajectories run at once (default: what the model prefers); `max_rounds` and `k`
-    fill those options of strategies whose spec leaves them unset."""
+    fill those options of strategies whose spec leaves them unset. `progress` shows a bar
+    on stderr (default: when stderr is a terminal); `on_progress(done, total)` is called
+    as trajectories finish."""
     return _run_sync(aevaluate(task, strategies, **options), "aevaluate")
 
 
