@@ -302,3 +302,121 @@ def test_verify_planning_checks_any_strips_domain_in_pddl_syntax(shared_data):
     first_step_dropped = "\n".join(reference.splitlines()[1:])
     bad = veriloop(*args, first_step_dropped)
     assert bad.returncode == 1 and not json.loads(bad.stdout)["ok"]
+
+
+# --------------------------------------------------------------------------- your own task: run --task
+
+ARITH = [{"id": "a", "question": "What is 2+2?", "answer": "4"}, {"id": "b", "question": "What is 3+3?", "answer": "6"}]
+CHECKS = '''
+def two_errors(row, answer):
+    """Rejects every answer with two errors, so every loop runs to its budget."""
+    return [f"the reply for {row['id']} is wrong", f"it has {len(answer)} characters"]
+
+
+def explodes_on_r3(row, answer):
+    if row["id"] == "r3":
+        raise ValueError("boom on purpose")
+    return ""
+'''
+
+
+def write_task(folder: Path, rows: list[dict[str, str]], name: str = "arith") -> tuple[Path, Path]:
+    task = folder / f"{name}.jsonl"
+    task.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    checks = folder / "my_checks.py"
+    checks.write_text(CHECKS)
+    return task, checks
+
+
+class TestTaskOptions:
+    def test_task_and_a_domain_exclude_each_other(self, tmp_path):
+        task, _ = write_task(tmp_path, ARITH)
+        proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "--domain", "coloring")
+        assert_one_line_error(proc, "either --domain", "--task", "not both")
+
+    def test_task_needs_a_prompt(self, tmp_path):
+        task, _ = write_task(tmp_path, ARITH)
+        assert_one_line_error(veriloop("run", "--task", str(task)), "--task needs --prompt")
+
+    def test_task_options_need_a_task(self):
+        assert_one_line_error(veriloop("run", "--prompt", "{q}", "--check", "m:f"), "--prompt, --check go with --task")
+        assert_one_line_error(veriloop("run", "--reference-field", "answer"), "--reference-field goes with --task")
+
+    def test_a_task_reads_no_data_file(self, tmp_path):
+        task, _ = write_task(tmp_path, ARITH)
+        proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "--data", str(tmp_path / "x.csv"))
+        assert_one_line_error(proc, "--data and --domain-option go with --domain")
+
+    def test_check_that_cannot_be_loaded(self, tmp_path):
+        task, checks = write_task(tmp_path, ARITH)
+        base = ("run", "--task", str(task), "--prompt", "{question}", "--check")
+        assert_one_line_error(veriloop(*base, f"python:{tmp_path / 'nope.py'}:f"), "nope.py is not a file")
+        assert_one_line_error(veriloop(*base, f"python:{checks}:missing"), "has no 'missing'")
+        assert_one_line_error(veriloop(*base, "no_such_package.checks:f"), "cannot import no_such_package.checks")
+        assert_one_line_error(veriloop(*base, "just-a-name"), "should look like")
+
+    def test_prompt_field_missing_from_a_record(self, tmp_path):
+        task, checks = write_task(tmp_path, ARITH)
+        proc = veriloop("run", "--task", str(task), "--prompt", "{q}", "--check", f"python:{checks}:two_errors")
+        assert_one_line_error(proc, "no field 'q'", "question")
+
+    def test_sound_verifier_without_a_check(self, tmp_path):
+        task, _ = write_task(tmp_path, ARITH)
+        proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "-s", "standard;sampling:k=2")
+        assert_one_line_error(proc, "'sampling:k=2' uses the sound verifier", "--check")
+
+
+@pytest.mark.model
+def test_run_task_feeds_back_what_the_check_returned(tmp_path, smollm2_path):
+    from veriloop.task import DEFAULT_REASK, DEFAULT_REJECTION
+
+    task, checks = write_task(tmp_path, ARITH)
+    prompt = "{question} Reply with the number only."
+    proc = veriloop("run", "--task", str(task), "--prompt", prompt, "--check", f"python:{checks}:two_errors",
+                    "--reference-field", "answer", "--id-field", "id", "--model", "smollm2-135m",
+                    "-s", "backprompt:feedback=all,max_rounds=2", "-s", "backprompt:feedback=first,max_rounds=2",
+                    "-s", "sampling:k=3", "--cache", str(tmp_path / "calls.sqlite"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "task-arith on smollm2-135m: 2 instances (a .. b)" in proc.stdout
+    run_dir = tmp_path / "runs" / "task-arith-smollm2-135m-seed0"
+    config = json.loads((run_dir / "config.json").read_text())
+    assert (config["task"], config["prompt"], config["check"]) == (str(task), prompt, f"python:{checks}:two_errors")
+    assert (config["reference_field"], config["id_field"], config["domain"]) == ("answer", "id", "arith")
+    trajectories = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert len(trajectories) == 6
+    for t in trajectories:
+        row = next(r for r in ARITH if r["id"] == t["instance_id"])
+        base = [{"role": "user", "content": prompt.format(**row)}]
+        calls = t["calls"]
+        assert t["stop_reason"] == "max_rounds" and not t["correct"]  # the check rejects everything
+        assert [c["role"] for c in calls] == ["generate"] * len(calls)
+        assert calls[0]["messages"] == base
+        if t["strategy"].startswith("sampling"):
+            assert len(calls) == 3 and all(c["messages"] == base for c in calls)  # no history, no feedback
+            continue
+        assert len(calls) == 2
+        first = t["rounds"][0]
+        errors = [f"the reply for {row['id']} is wrong", f"it has {len(first['answer'])} characters"]
+        assert [e["message"] for e in first["verdict"]["errors"]] == errors
+        if "feedback=all" in t["strategy"]:
+            feedback = f"{DEFAULT_REJECTION}:\n" + "".join(f"- {e}\n" for e in errors) + DEFAULT_REASK
+        else:
+            feedback = f"{DEFAULT_REJECTION}: {errors[0]}.\n{DEFAULT_REASK}"
+        assert calls[1]["messages"] == [*base, {"role": "assistant", "content": calls[0]["response"]},
+                                        {"role": "user", "content": feedback}]
+
+
+@pytest.mark.model
+def test_run_task_check_that_raises_keeps_the_finished_trajectories(tmp_path, smollm2_path):
+    rows = [{"id": f"r{i}", "question": f"What is {i}+{i}?"} for i in range(1, 5)]
+    task, checks = write_task(tmp_path, rows, name="four")
+    run_dir = tmp_path / "run"
+    proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "--check", f"python:{checks}:explodes_on_r3",
+                    "--id-field", "id", "-s", "backprompt:max_rounds=2", "--model", "smollm2-135m",
+                    "--concurrency", "1", "--out", str(run_dir), "--cache", str(tmp_path / "calls.sqlite"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]  # after the progress lines
+    assert last == "error: check my_checks:explodes_on_r3 raised on instance 'r3': ValueError: boom on purpose", last
+    kept = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert [t["instance_id"] for t in kept] == ["r1", "r2"]
+    assert all(t["stop_reason"] == "verifier_accepted" and len(t["calls"]) == 1 for t in kept)

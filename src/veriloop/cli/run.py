@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
     from ..domains.base import Domain
     from ..experiment.runner import RunResult
+    from ..strategies.base import Strategy
     from ..tools.base import Toolbox
 
+DEFAULT_DOMAIN = "game24"
 DEFAULT_STRATEGIES = [
     "standard",
     "backprompt:verifier=llm,feedback=llm",
@@ -80,6 +82,40 @@ def domain_options(items: list[str]) -> dict[str, object]:
     return options
 
 
+def task_domain(
+    task: Path, prompt: str, check: str | None, reference_field: str | None, id_field: str | None
+) -> Domain:
+    """Your own task: the records of a JSONL file, a prompt template over their fields and
+    a check function (loaded from its spec)."""
+    from ..checks import load_check
+    from ..task import Task
+
+    function = load_check(check) if check is not None else None
+    return Task.from_jsonl(task, prompt=prompt, check=function, reference_field=reference_field, id_field=id_field)
+
+
+def check_task_options(
+    domain: str, task: Path | None, data: Path | None, domain_option: list[str] | None, with_task: dict[str, object]
+) -> None:
+    """--task and --domain exclude each other; the options of a task need --task."""
+    if task is None:
+        given = [name for name, value in with_task.items() if value is not None]
+        if given:
+            raise VeriloopError(f"{', '.join(given)} go{'es' if len(given) == 1 else ''} with --task FILE.jsonl")
+        return
+    if domain != DEFAULT_DOMAIN:
+        raise VeriloopError(f"give either --domain ({domain}) or --task ({task}), not both")
+    if data is not None or domain_option:
+        raise VeriloopError(f"--data and --domain-option go with --domain; --task {task} holds its own records")
+    if with_task["--prompt"] is None:
+        raise VeriloopError('--task needs --prompt TEMPLATE, a template over the records\' fields such as "{question}"')
+
+
+def uses_sound_verifier(strategy: Strategy) -> bool:
+    """Whether one of the strategy's options names the sound verifier (which runs a task's check)."""
+    return any(isinstance(v, str) and v.partition("@")[0] == "sound" for v in strategy.model_dump().values())
+
+
 def toolbox_for(
     dom: Domain, data: Path | None, search_corpus: Path | None, search_url: str | None, toxicity_backend: str,
     allow_unisolated: bool,
@@ -95,7 +131,23 @@ def toolbox_for(
 
 
 def run(
-    domain: Annotated[str, typer.Option(help="Domain to run (game24).")] = "game24",
+    domain: Annotated[str, typer.Option(help="Domain to run (game24).")] = DEFAULT_DOMAIN,
+    task: Annotated[Path | None, typer.Option(
+        metavar="FILE.jsonl", help="Your own task instead of a domain: one record (a JSON object) per line."
+    )] = None,
+    prompt: Annotated[str | None, typer.Option(
+        metavar="TEMPLATE", help='With --task: the prompt, a template over a record\'s fields, e.g. "{question}".'
+    )] = None,
+    check: Annotated[str | None, typer.Option(
+        metavar="SPEC", help="With --task: the check function that the sound verifier runs, "
+        "package.module:function or python:path/to/file.py:function.",
+    )] = None,
+    reference_field: Annotated[str | None, typer.Option(
+        metavar="NAME", help="With --task: the field holding the right answer (ground truth; without it, the check)."
+    )] = None,
+    id_field: Annotated[str | None, typer.Option(
+        metavar="NAME", help="With --task: the field naming each record (default: its number in the file)."
+    )] = None,
     strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP, metavar="SPEC")] = None,
     model: Opt.Model = DEFAULT_MODEL,
     n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
@@ -132,22 +184,43 @@ def run(
 
     With no options this is the main job: four strategies on 10 Game of 24 puzzles, at most
     5 rounds, on the default model. Results go to --out and are resumed from there.
+
+    Your own task: --task FILE.jsonl --prompt "...{field}..." --check SPEC (the sound
+    verifier runs the check; a check that raises stops the run, and every trajectory
+    finished before is kept).
     """
     from ..domains import get_domain
     from ..experiment.runner import run_experiment
     from ..report import print_summary
     from ..strategies import parse_strategy, split_specs
 
+    with_task: dict[str, object] = {
+        "--prompt": prompt, "--check": check, "--reference-field": reference_field, "--id-field": id_field,
+    }
+    check_task_options(domain, task, data, domain_option, with_task)
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     strategies = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in specs]
-    dom = get_domain(domain, **domain_options(domain_option or []))
-    instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
-    if not instances:
-        raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
-    run_dir = out_dir or Path("runs") / f"{domain}-{slug(model)}-seed{seed}"
     config: dict[str, object] = {
         "model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset,
     }
+    if task is not None:
+        for spec, chosen in zip(specs, strategies):
+            if check is None and uses_sound_verifier(chosen):
+                raise VeriloopError(
+                    f"strategy {spec!r} uses the sound verifier, which on a task runs its check: give --check SPEC "
+                    "(or use verifier=llm)"
+                )
+        dom = task_domain(task, str(prompt), check, reference_field, id_field)
+        label = f"task-{task.stem}"
+        config.update({"task": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
+                       "id_field": id_field})
+    else:
+        dom = get_domain(domain, **domain_options(domain_option or []))
+        label = domain
+    instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
+    if not instances:
+        raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
+    run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
     toolbox = toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
 
     async def job(s: Session) -> RunResult:
@@ -157,9 +230,9 @@ def run(
         )
 
     choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache)
-    result, _ = run_on_model(choice, job, progress=f"{domain} x {len(strategies)} strategies", kept_in=run_dir)
+    result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
     first_id, last_id = instances[0].id, instances[-1].id
-    title = f"{domain} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
+    title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
     print_summary(out, result.summaries, title, labels={s.canonical: spec for s, spec in zip(strategies, specs)})
     calls_note = f"{result.backend_calls} backend calls" if not no_cache else "cache off"
     out.print(
