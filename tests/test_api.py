@@ -411,3 +411,20 @@ def test_evaluate_reports_progress_per_finished_trajectory(tmp_path, capsys):
                       progress=False, on_progress=lambda done, total: seen.append((done, total)))
     assert seen == [(0, 6), (1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6)]
     assert capsys.readouterr().err == ""
+
+
+def test_critic_corrects_a_task_of_records():
+    llm = Script("7", "Seven is odd.\nVerdict: incorrect", "8", "Eight is even.\nVerdict: correct")
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy="critic", cache=False)
+    assert [c.role for c in result.trajectory.calls] == ["generate", "verify", "correct", "verify"]
+    assert (result.answer, result.ok, result.stop_reason) == ("8", True, "critic_accepted")
+    assert llm.sent[2][-1]["content"] == (
+        "A check of your answer found:\nSeven is odd.\nVerdict: incorrect\n\n"
+        "Taking the check into account, give a corrected answer to the task, in the form it asks for."
+    )
+
+
+def test_rejection_sampling_on_a_task_maximises_ground_truth():
+    llm = Script("7", "8", "9", "10")
+    result = veriloop.correct(llm, BASE, odd_as_bool, strategy="rejection-sampling:n=4", cache=False)
+    assert (result.answer, result.ok, result.rounds, result.stop_reason) == ("8", True, 4, "best_of_n")

@@ -363,7 +363,11 @@ class TestTaskOptions:
     def test_sound_verifier_without_a_check(self, tmp_path):
         task, _ = write_task(tmp_path, ARITH)
         proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "-s", "standard;sampling:k=2")
-        assert_one_line_error(proc, "'sampling:k=2' uses the sound verifier", "--check")
+        assert_one_line_error(proc, "sampling's verifier=sound runs the domain's own check", "--check")
+
+    def test_critic_runs_on_a_task_but_not_on_game24(self, tmp_path):
+        proc = veriloop("run", "--domain", "game24", "-s", "critic", "--model", "no-such-model")
+        assert_one_line_error(proc, "domain 'game24' does not support CRITIC")
 
 
 @pytest.mark.model

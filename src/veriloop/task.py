@@ -64,7 +64,9 @@ class Task:
     `str.format` template over a row's fields ("Solve: {question}") or a function from
     the row to the prompt text or to chat messages; `check(row, answer)` is a check
     function (see veriloop.checks) or None. `extract(reply)` picks the answer out of a
-    reply (default: the whole reply, stripped). `compare(answer, reference)` decides
+    reply (default: the whole reply, stripped). `critic_tools` are the tools CRITIC's
+    critic may call on this task (e.g. ("python", "calculator")) and `max_corrections` its
+    budget. `compare(answer, reference)` decides
     ground truth against `reference_field` (default: `same_answer`). `rejection` and
     `reask` word the backprompt: "<rejection>: <error>.\\n<reask>"."""
 
@@ -84,6 +86,8 @@ class Task:
         rejection: str = DEFAULT_REJECTION,
         reask: str = DEFAULT_REASK,
         description: str | None = None,
+        critic_tools: Sequence[str] = (),
+        max_corrections: int = 3,
     ) -> None:
         self.name = name
         self.description = description or f"a task of {name!r} from records"
@@ -96,6 +100,8 @@ class Task:
         self.reask = reask
         self._extract = extract
         self._compare = compare or same_answer
+        self.critic_tools = tuple(critic_tools)
+        self.max_corrections = max_corrections
         self.check_function = check
         self.checker = FunctionCheck(check) if check is not None else None
         self._rows: dict[str, Any] = {}
@@ -196,6 +202,11 @@ class Task:
 
     # ------------------------------------------------------------------ the Domain protocol
 
+    @property
+    def can_verify(self) -> bool:
+        """Whether the `sound` verifier can judge this task (it runs the check)."""
+        return self.checker is not None
+
     def user_instance(self, instance: Instance) -> Any:
         """What a check function receives as its instance: the record as the user gave it."""
         return self._rows.get(instance.id, instance.data)
@@ -284,6 +295,34 @@ class Task:
 
     def judge_task(self, instance: Instance) -> str:
         return "\n\n".join(m["content"] for m in self.prompt(instance) if m["role"] == "user")
+
+    # ------------------------------------------------------------------ CRITIC (CriticTask)
+    # No tool bears on a record's answer by itself, so the model writes every critique,
+    # calling the run's tools (`critic_tools`) as it sees fit.
+
+    def evidence(self, instance: Instance, text: str) -> list[tuple[str, str]]:
+        return []
+
+    def verify_instructions(self, instance: Instance) -> str:
+        return ("Check whether the proposed answer is correct and complete for the task above. "
+                "Name each mistake you find, with the reason it is a mistake.")
+
+    def tool_critique(self, instance: Instance, text: str, observations: list[Any]) -> str | None:
+        return None
+
+    def good_enough(self, instance: Instance, text: str, observations: list[Any]) -> bool | None:
+        return None
+
+    def correction_request(self, instance: Instance) -> str:
+        return "Taking the check into account, give a corrected answer to the task, in the form it asks for."
+
+    def metrics(self, instance: Instance, text: str | None) -> dict[str, float]:
+        return {"accuracy": float(self.score(instance, text))}
+
+    def sample_metric(self, instance: Instance, text: str) -> float:
+        """What rejection sampling maximises: ground truth, as for the CRITIC tasks (it reads
+        the reference, or runs the check)."""
+        return float(self.score(instance, text))
 
     def __repr__(self) -> str:
         check = self.checker.name if self.checker else None

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
     from ..domains.base import Domain
     from ..experiment.runner import RunResult
-    from ..strategies.base import Strategy
     from ..tools.base import Toolbox
 
 DEFAULT_DOMAIN = "game24"
@@ -111,11 +110,6 @@ def check_task_options(
         raise VeriloopError('--task needs --prompt TEMPLATE, a template over the records\' fields such as "{question}"')
 
 
-def uses_sound_verifier(strategy: Strategy) -> bool:
-    """Whether one of the strategy's options names the sound verifier (which runs a task's check)."""
-    return any(isinstance(v, str) and v.partition("@")[0] == "sound" for v in strategy.model_dump().values())
-
-
 def toolbox_for(
     dom: Domain, data: Path | None, search_corpus: Path | None, search_url: str | None, toxicity_backend: str,
     allow_unisolated: bool,
@@ -204,12 +198,6 @@ def run(
         "model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset,
     }
     if task is not None:
-        for spec, chosen in zip(specs, strategies):
-            if check is None and uses_sound_verifier(chosen):
-                raise VeriloopError(
-                    f"strategy {spec!r} uses the sound verifier, which on a task runs its check: give --check SPEC "
-                    "(or use verifier=llm)"
-                )
         dom = task_domain(task, str(prompt), check, reference_field, id_field)
         label = f"task-{task.stem}"
         config.update({"task": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
@@ -217,6 +205,8 @@ def run(
     else:
         dom = get_domain(domain, **domain_options(domain_option or []))
         label = domain
+    for chosen in strategies:
+        chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
     instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
     if not instances:
         raise VeriloopError(f"no instances selected (n={n}, offset={offset})")

@@ -86,6 +86,8 @@ async def run_experiment(
     tools: Toolbox | None = None,
 ) -> RunResult:
     started = time.perf_counter()
+    for strategy in strategies:
+        strategy.check_domain(domain)
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_config(out_dir, {**(config or {}), "model_identity": model.identity, "domain": domain.name, "seed": seed})
     traj_path = out_dir / TRAJECTORIES

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from ..checks import FunctionCheck
+from ..domains.base import Domain
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..feedback import check_level
@@ -58,6 +59,17 @@ class Strategy(BaseModel):
         # to a strategy does not rename the trajectories already recorded under it.
         opts = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.model_dump().items()) if v is not None)
         return f"{self.kind}:{opts}" if opts else self.kind
+
+    def check_domain(self, domain: Domain) -> None:
+        """Raise VeriloopError when this strategy cannot run on `domain`, before any model
+        is loaded or called. The default: a `sound` verifier needs a domain that can check
+        (a Task made without a check function cannot)."""
+        for option, value in self.model_dump().items():
+            if isinstance(value, str) and value == "sound" and getattr(domain, "can_verify", True) is False:
+                raise VeriloopError(
+                    f"{self.kind}'s {option}=sound runs the domain's own check, and {domain.name} has none: "
+                    "give it a check function (--check on the command line) or use verifier=llm"
+                )
 
     async def run(self, episode: Episode) -> None:
         raise NotImplementedError

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..domains.base import Domain
 from ..episode import Episode
 from ..react import react, tool_protocol
 from ..records import Message, Verdict, VerdictError
@@ -81,6 +82,9 @@ class Critic(Strategy):
     stop_on_threshold: bool = True
     temperature: float | None = None
     correction_temperature: float | None = None
+
+    def check_domain(self, domain: Domain) -> None:
+        as_critic_task(domain)
 
     async def run(self, episode: Episode) -> None:
         domain = as_critic_task(episode.domain)
@@ -149,6 +153,9 @@ class React(Strategy):
     max_interactions: int = Field(7, ge=1)
     temperature: float | None = None
 
+    def check_domain(self, domain: Domain) -> None:
+        as_critic_task(domain)
+
     async def run(self, episode: Episode) -> None:
         text = await react_answer(
             episode,
@@ -168,6 +175,9 @@ class RejectionSampling(Strategy):
     n: int = Field(4, ge=1)
     temperature: float = 1.0
     top_p: float = 0.5
+
+    def check_domain(self, domain: Domain) -> None:
+        as_critic_task(domain)
 
     async def run(self, episode: Episode) -> None:
         domain = as_critic_task(episode.domain)
