@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperCommand
 
+from ..domains import DOMAINS
 from ..errors import VeriloopError
 from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, tool_settings
 
@@ -125,7 +126,7 @@ def toolbox_for(
 
 
 def run(
-    domain: Annotated[str, typer.Option(help="Domain to run (game24).")] = DEFAULT_DOMAIN,
+    domain: Annotated[str, typer.Option(help=f"Domain to run: {', '.join(DOMAINS)}.")] = DEFAULT_DOMAIN,
     task: Annotated[Path | None, typer.Option(
         metavar="FILE.jsonl", help="Your own task instead of a domain: one record (a JSON object) per line."
     )] = None,
