@@ -428,3 +428,25 @@ def test_rejection_sampling_on_a_task_maximises_ground_truth():
     llm = Script("7", "8", "9", "10")
     result = veriloop.correct(llm, BASE, odd_as_bool, strategy="rejection-sampling:n=4", cache=False)
     assert (result.answer, result.ok, result.rounds, result.stop_reason) == ("8", True, 4, "best_of_n")
+
+
+def test_critic_on_a_task_calls_the_tools_it_is_given(tmp_path, monkeypatch):
+    from veriloop.tools.calculator import Calculator
+
+    monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
+    task = Task.from_records([{"q": "17 * 3"}], prompt="Compute {q}.",
+                             check=lambda row, answer: answer == "51", critic_tools=("calculator",))
+    sent = []
+    replies = iter(["41", "Action: calculator\nAction Input: 17 * 3", "It is 51, not 41.\nVerdict: incorrect", "51",
+                    "Action: calculator\nAction Input: 17 * 3", "Matches.\nVerdict: correct"])
+
+    def llm(messages):
+        sent.append(messages)
+        return next(replies)
+
+    summaries = veriloop.evaluate(task, ["critic"], model=llm, out=tmp_path / "run", cache=False,
+                                  tools=[Calculator()])
+    assert (summaries[0].correct, summaries[0].stop_reasons) == (1, {"critic_accepted": 1})
+    trajectory = load_trajectories(tmp_path / "run" / "trajectories.jsonl")[0]
+    assert [(c.tool, c.input, c.text) for c in trajectory.tool_calls] == [("calculator", "17 * 3", "51")] * 2
+    assert sent[2][-1] == {"role": "user", "content": "Observation: 51"}
