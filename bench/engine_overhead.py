@@ -34,10 +34,10 @@ from llama_cpp import Llama
 
 from veriloop.domains import Instance, get_domain
 from veriloop.episode import Episode
-from veriloop.records import Trajectory
 from veriloop.models import CachedModel, CallCache, GenParams, load_backend
 from veriloop.models.llamacpp import DEFAULT_N_BATCH, DEFAULT_N_CTX, _aligned_llama_class
 from veriloop.models.packs import verified_pack_path
+from veriloop.records import Trajectory
 
 MAX_TOKENS = 48
 SAMPLER = dict(temperature=1.0, top_p=1.0, top_k=0, min_p=0.0, repeat_penalty=1.0, max_tokens=MAX_TOKENS)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from veriloop.domains import get_domain
 from veriloop.episode import Episode
-from veriloop.records import Trajectory
 from veriloop.models import load_backend
+from veriloop.records import Trajectory
 from veriloop.strategies import parse_strategy
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "game24" / "24.csv"

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from itertools import combinations
 from pathlib import Path
 
@@ -93,7 +92,6 @@ def test_implements_both_protocols_and_is_registered() -> None:
 def test_sat_reproduces_every_stored_chromatic_number(shared: Path) -> None:
     files = sorted(shared.glob("*.col"))
     assert len(files) == 320
-    start = time.perf_counter()
     for path in files:
         n, edges, stated = parse_col(path.read_text(), str(path))
         k, colouring = chromatic_number(n, edges)
@@ -101,8 +99,8 @@ def test_sat_reproduces_every_stored_chromatic_number(shared: Path) -> None:
         assert len(colouring) == n and len(set(colouring)) == k
         assert all(colouring[u] != colouring[v] for u, v in edges), path.name
         assert not is_k_colourable(n, edges, k - 1), path.name
-    # All 320 (with the K-1 cross-check) take about 0.1 s; a slow solver would show here.
-    assert time.perf_counter() - start < 20
+    # How long the solver takes on these graphs, next to a plain backtracking search:
+    # bench/chromatic_speed.py.
 
 
 @pytest.mark.parametrize(
@@ -527,12 +525,12 @@ def test_candidates_have_true_labels(graph: tuple[int, list[tuple[int, int]]], s
     dom = Coloring()
     inst = instance_of(*graph)
     cands = dom.candidates(inst, random.Random(seed))
-    by_kind = {c.kind: c for c in cands}
-    assert by_kind["correct"].correct and dom.verify(inst, by_kind["correct"].text).ok
-    for kind in ("ablated", "non_optimal"):
-        if kind in by_kind:
-            assert not by_kind[kind].correct and not dom.verify(inst, by_kind[kind].text).ok
-    assert ("ablated" in by_kind) == bool(graph[1])
+    n, edges = graph
+    # An ablation needs an edge to break; a K+1 colouring needs a colour class of two
+    # or more vertices, which K optimal colours of n vertices have exactly when K < n.
+    expected = [("correct", True)]
+    expected += [("ablated", False)] * bool(edges) + [("non_optimal", False)] * (inst.data["chromatic"] < n)
+    assert [(c.kind, c.correct) for c in cands] == [*expected, ("random", cands[-1].correct)]
     for c in cands:
         assert c.correct == dom.verify(inst, c.text).ok
         assert dom.extract_answer(inst, c.text) == c.text

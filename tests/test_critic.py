@@ -11,50 +11,23 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripted import ScriptedModel
 
 from veriloop.agent import ask
 from veriloop.domains import get_domain
 from veriloop.episode import Episode
-from veriloop.experiment.records import Trajectory
-from veriloop.models.base import Completion, GenParams, TokenLogprob
+from veriloop.models.base import TokenLogprob
 from veriloop.react import OBSERVATION, parse_action
+from veriloop.records import Trajectory
 from veriloop.strategies import parse_strategy
 from veriloop.studies.hallucination import auroc, four_option_confidence, option_probabilities
-from veriloop.tools.base import Observation, ToolCache, Toolbox
+from veriloop.tools.base import Observation, Toolbox, ToolCache
 from veriloop.tools.search import make_search_tool
-from veriloop.verifiers.critic import parse_verdict
-
-
-class ScriptedModel:
-    """Replies from a list, in call order; records what it was asked."""
-
-    backend = "scripted"
-    identity = "scripted"
-    name = "scripted"
-    preferred_concurrency = 1
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = list(replies)
-        self.asked: list[tuple[list[dict[str, str]], GenParams]] = []
-
-    async def generate(self, messages, params):
-        out = []
-        for _ in range(params.n):
-            self.asked.append((messages, params))
-            if not self.replies:
-                raise AssertionError(f"the loop made more calls than scripted; last prompt: {messages[-1]['content'][-300:]}")
-            text = self.replies.pop(0)
-            out.append(Completion(text=text, finish_reason="stop", prompt_tokens=10, completion_tokens=5))
-        return out
-
-    async def aclose(self) -> None:
-        pass
-
+from veriloop.verdict_text import parse_verdict
 
 CORPUS = [
     {"title": "Paris", "text": "Paris is the capital and most populous city of France."},
@@ -166,7 +139,10 @@ class TestCriticLoop:
     def test_without_tools_nothing_runs_and_the_model_writes_its_own_evidence(self, toolbox):
         t, model = run_strategy(
             "critic:tools=false,max_corrections=0",
-            [ANSWER_PARIS, "Action: search\nAction Input: France\nObservation: Paris is the capital.\nVerdict: correct"],
+            [
+                ANSWER_PARIS,
+                "Action: search\nAction Input: France\nObservation: Paris is the capital.\nVerdict: correct",
+            ],
             toolbox,
         )
         assert t.tool_calls == [] and t.stop_reason == "critic_accepted"
@@ -259,7 +235,9 @@ class TestParsing:
         action = parse_action(reply)
         assert action is not None and (action.tool, action.input) == (tool, tool_input)
 
-    @pytest.mark.parametrize("reply", ["Verdict: correct", "Action: none", "Action: Finish\nAction Input: x", "no tools here"])
+    @pytest.mark.parametrize(
+        "reply", ["Verdict: correct", "Action: none", "Action: Finish\nAction Input: x", "no tools here"]
+    )
     def test_no_action(self, reply):
         assert parse_action(reply) is None
 
@@ -286,7 +264,8 @@ class TestParsing:
 
 class TestDetectionMeasures:
     def test_option_probabilities_from_top_logprobs(self):
-        tok = TokenLogprob(token="A", logprob=math.log(0.6), top={"A": math.log(0.6), " B": math.log(0.2), "(C": math.log(0.1), "x": -1})
+        top = {"A": math.log(0.6), " B": math.log(0.2), "(C": math.log(0.1), "x": -1}
+        tok = TokenLogprob(token="A", logprob=math.log(0.6), top=top)
         probs = option_probabilities([tok], ("A", "B", "C", "D"))
         assert probs == pytest.approx({"A": 0.6 / 0.9, "B": 0.2 / 0.9, "C": 0.1 / 0.9})
 
@@ -332,11 +311,9 @@ class TestDetectionMeasures:
         from sklearn.metrics import roc_auc_score
 
         scores, labels = [p[0] for p in pairs], [p[1] for p in pairs]
-        ours = auroc(scores, labels)
-        if len(set(labels)) < 2:
-            assert ours is None
-        else:
-            assert ours == pytest.approx(roc_auc_score(labels, scores))
+        # Undefined (None) with one class only, where scikit-learn raises.
+        expected = None if len(set(labels)) < 2 else pytest.approx(roc_auc_score(labels, scores))
+        assert auroc(scores, labels) == expected
 
 
 class TestAgent:
@@ -386,7 +363,8 @@ def test_tools_run_reads_stdin_and_prints_the_observation(tool, text, expected, 
     import sys
 
     proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "tools", "run", tool], input=text,
-                          capture_output=True, text=True, env=dict(os.environ, VERILOOP_HOME=str(tmp_path)), timeout=120)
+                          capture_output=True, text=True, env=dict(os.environ, VERILOOP_HOME=str(tmp_path)),
+                          timeout=120)
     assert proc.returncode == (0 if ok else 1), proc.stderr
     assert expected in proc.stdout
 

@@ -1,0 +1,68 @@
+"""A scripted model: the test chooses every reply, so a loop's control flow can be pinned
+exactly. Everything else a strategy touches (domain, verifier, feedback, episode
+records, tools) stays the real thing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from veriloop.domains.base import Domain
+from veriloop.episode import Episode
+from veriloop.models.base import Completion, GenParams
+from veriloop.records import Instance, Message, Trajectory
+from veriloop.strategies import Strategy, parse_strategy
+from veriloop.tools.base import Toolbox
+
+
+class ScriptedModel:
+    """Replies from a list, in call order (one reply per completion, so a call with n=3
+    takes three); records a copy of what it was asked, one entry per reply. Asking for
+    more replies than were scripted fails the test, naming the prompt."""
+
+    backend = "scripted"
+    identity = "scripted"
+    name = "scripted"
+    preferred_concurrency = 1
+
+    def __init__(self, replies: Sequence[str]) -> None:
+        self.replies = list(replies)
+        self.asked: list[tuple[list[Message], GenParams]] = []
+        self.requests = 0  # generate() calls, whatever their n
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        self.requests += 1
+        out = []
+        for _ in range(params.n):
+            # A copy: a loop may extend its message list after the call.
+            self.asked.append(([dict(m) for m in messages], params))
+            if not self.replies:
+                raise AssertionError(
+                    f"the loop made more calls than scripted; last prompt: {messages[-1]['content'][-300:]}"
+                )
+            text = self.replies.pop(0)
+            out.append(Completion(text=text, finish_reason="stop", prompt_tokens=10, completion_tokens=5))
+        return out
+
+    async def aclose(self) -> None:
+        pass
+
+
+def play(
+    strategy: str | Strategy,
+    domain: Domain,
+    instance: Instance,
+    replies: Sequence[str],
+    tools: Toolbox | None = None,
+    seed: int = 0,
+) -> tuple[Trajectory, ScriptedModel]:
+    """Run one strategy on one instance against the scripted replies; the trajectory it
+    left and the model (what it was asked, what is left of its script)."""
+    strategy = parse_strategy(strategy)
+    model = ScriptedModel(replies)
+    t = Trajectory(
+        strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed
+    )
+    episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
+    asyncio.run(strategy.run(episode))
+    return t, model
