@@ -450,3 +450,15 @@ def test_critic_on_a_task_calls_the_tools_it_is_given(tmp_path, monkeypatch):
     trajectory = load_trajectories(tmp_path / "run" / "trajectories.jsonl")[0]
     assert [(c.tool, c.input, c.text) for c in trajectory.tool_calls] == [("calculator", "17 * 3", "51")] * 2
     assert sent[2][-1] == {"role": "user", "content": "Observation: 51"}
+
+
+def test_a_prompt_once_sent_is_never_changed():
+    """A model may keep the list it was sent (a log, a queue): later rounds must not grow it."""
+    kept = []
+
+    def llm(messages):
+        kept.append(messages)
+        return "7" if len(kept) < 3 else "8"
+
+    veriloop.correct(llm, BASE, odd_as_text, cache=False)
+    assert [len(m) for m in kept] == [1, 3, 5]

@@ -188,3 +188,16 @@ def outcome(expression: str) -> Fraction | str:
         return calculate(expression)
     except CalculatorError as exc:
         return str(exc)
+
+
+@pytest.mark.parametrize(
+    ("expression", "text", "fraction"),
+    [
+        ("2 ** 20000", "a 6021-digit number, about 3.98028e+6020", None),
+        ("-(3 ** 10000)", "a 4772-digit number, about -1.63135e+4771", None),
+        ("1 / 10 ** 5000", "1e-5000", None),
+    ],
+)
+def test_numbers_beyond_pythons_string_limit_are_observations(expression, text, fraction) -> None:
+    observation = Calculator().run(expression)
+    assert (observation.ok, observation.text, observation.data.get("fraction")) == (True, text, fraction)

@@ -32,5 +32,6 @@ class Backprompt(Strategy):
             if round == self.max_rounds:
                 break
             critique = await render_feedback(self.feedback, episode, text, verdict, round)
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": critique}]
+            # A new list: the model may keep the one it was sent.
+            messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": critique}]
         episode.finish(text, "max_rounds")

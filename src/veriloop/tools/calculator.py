@@ -22,6 +22,9 @@ MAX_INPUT_CHARS = 1000
 MAX_BITS = 100_000  # about 30,000 decimal digits in any numerator or denominator
 MAX_FACTORIAL = 1000
 MAX_SHOWN_DIGITS = 60  # longer integers are shown in scientific notation as well
+# Python refuses str() of integers over 4300 digits (about 14,280 bits); above this many bits
+# a number is described ("a 6021-digit number, about ...") rather than written out.
+MAX_WRITTEN_BITS = 13_000
 
 Number = Fraction | float
 
@@ -320,6 +323,8 @@ def format_number(value: Number) -> str:
     a 12-significant-digit decimal."""
     if isinstance(value, Fraction):
         if value.denominator == 1:
+            if value.numerator.bit_length() > MAX_WRITTEN_BITS:
+                return f"a {_decimal_exponent(value) + 1}-digit number, about {_scientific(value)}"
             digits = str(value.numerator)
             if len(digits.lstrip("-")) > MAX_SHOWN_DIGITS:
                 return f"{digits} (about {_scientific(value)})"
@@ -332,9 +337,10 @@ def format_number(value: Number) -> str:
         if d == 1 and _bits(value) < 200:
             return _exact_decimal(value)
         try:
-            return _float_text(float(value))
+            approx = float(value)
         except OverflowError:
             return _scientific(value)
+        return _scientific(value) if approx == 0.0 else _float_text(approx)  # 0.0: underflow
     return _float_text(value)
 
 
@@ -344,10 +350,22 @@ def _float_text(x: float) -> str:
     return f"{x:.12g}"
 
 
+def _decimal_exponent(value: Fraction) -> int:
+    """floor(log10(|value|)) of a non-zero value, without writing it out (str() of a huge
+    integer is refused by Python)."""
+    size = abs(value)
+    exponent = int((size.numerator.bit_length() - size.denominator.bit_length()) * 0.30103)
+    while Fraction(10) ** (exponent + 1) <= size:
+        exponent += 1
+    while Fraction(10) ** exponent > size:
+        exponent -= 1
+    return exponent
+
+
 def _scientific(value: Fraction) -> str:
-    exponent = len(str(abs(value.numerator) // value.denominator)) - 1
+    exponent = _decimal_exponent(value)
     mantissa = value / Fraction(10) ** exponent
-    return f"{float(mantissa):.6g}e+{exponent}"
+    return f"{float(mantissa):.6g}e{'+' if exponent >= 0 else ''}{exponent}"
 
 
 def _exact_decimal(value: Fraction) -> str:
@@ -385,6 +403,8 @@ class Calculator:
             return failed(self.name, tool_input, f"Error: cannot compute this ({type(exc).__name__}).", error=str(exc))
         shown = format_number(value)
         data: dict[str, Any] = {"value": shown, "exact": isinstance(value, Fraction)}
-        if isinstance(value, Fraction) and value.denominator != 1:
+        writable = isinstance(value, Fraction) and max(
+            value.numerator.bit_length(), value.denominator.bit_length()) <= MAX_WRITTEN_BITS
+        if isinstance(value, Fraction) and value.denominator != 1 and writable:
             data["fraction"] = f"{value.numerator}/{value.denominator}"
         return Observation(tool=self.name, input=tool_input, text=shown, data=data)
