@@ -388,25 +388,32 @@ def test_run_task_feeds_back_what_the_check_returned(tmp_path, smollm2_path):
     assert (config["reference_field"], config["id_field"], config["domain"]) == ("answer", "id", "arith")
     trajectories = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
     assert len(trajectories) == 6
-    for t in trajectories:
+    sampled = [t for t in trajectories if t["strategy"].startswith("sampling")]
+    backprompted = [t for t in trajectories if t["strategy"].startswith("backprompt")]
+    assert (len(sampled), len(backprompted)) == (2, 4)
+
+    def base_of(t: dict) -> list[dict[str, str]]:
         row = next(r for r in ARITH if r["id"] == t["instance_id"])
-        base = [{"role": "user", "content": prompt.format(**row)}]
-        calls = t["calls"]
+        return [{"role": "user", "content": prompt.format(**row)}]
+
+    for t in trajectories:
         assert t["stop_reason"] == "max_rounds" and not t["correct"]  # the check rejects everything
-        assert [c["role"] for c in calls] == ["generate"] * len(calls)
-        assert calls[0]["messages"] == base
-        if t["strategy"].startswith("sampling"):
-            assert len(calls) == 3 and all(c["messages"] == base for c in calls)  # no history, no feedback
-            continue
+        assert [c["role"] for c in t["calls"]] == ["generate"] * len(t["calls"])
+    for t in sampled:  # three fresh samples of the base prompt: no history, no feedback
+        assert [c["messages"] for c in t["calls"]] == [base_of(t)] * 3
+    for t in backprompted:  # an answer, then the check's errors fed back with the history
+        row = next(r for r in ARITH if r["id"] == t["instance_id"])
+        calls = t["calls"]
         assert len(calls) == 2
         first = t["rounds"][0]
         errors = [f"the reply for {row['id']} is wrong", f"it has {len(first['answer'])} characters"]
         assert [e["message"] for e in first["verdict"]["errors"]] == errors
-        if "feedback=all" in t["strategy"]:
-            feedback = f"{DEFAULT_REJECTION}:\n" + "".join(f"- {e}\n" for e in errors) + DEFAULT_REASK
-        else:
-            feedback = f"{DEFAULT_REJECTION}: {errors[0]}.\n{DEFAULT_REASK}"
-        assert calls[1]["messages"] == [*base, {"role": "assistant", "content": calls[0]["response"]},
+        level = "all" if "feedback=all" in t["strategy"] else "first"
+        feedback = {
+            "all": f"{DEFAULT_REJECTION}:\n" + "".join(f"- {e}\n" for e in errors) + DEFAULT_REASK,
+            "first": f"{DEFAULT_REJECTION}: {errors[0]}.\n{DEFAULT_REASK}",
+        }[level]
+        assert calls[1]["messages"] == [*base_of(t), {"role": "assistant", "content": calls[0]["response"]},
                                         {"role": "user", "content": feedback}]
 
 

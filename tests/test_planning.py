@@ -24,7 +24,7 @@ from veriloop.domains.planning.pddl_model import GroundAction, Task, load_task, 
 from veriloop.domains.planning.planner import OWN_BLOCKSWORLD, random_problems
 from veriloop.errors import DataFileError, VeriloopError
 
-PLANBENCH = Path("/work/shared/data/planbench")
+PLANBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "planbench"
 BW_DIR = PLANBENCH / "blocksworld"
 MY_DIR = PLANBENCH / "mystery_blocksworld"
 needs_data = pytest.mark.skipif(not BW_DIR.is_dir() or not MY_DIR.is_dir(), reason="PlanBench data not available")

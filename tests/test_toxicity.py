@@ -134,10 +134,8 @@ def test_toolbox_caches_offline_results(tmp_path: Path, offline: OfflineToxicity
 @given(st.text(max_size=400))
 def test_offline_scorer_never_raises(offline: OfflineToxicity, text: str) -> None:
     observation = offline.run(text)
-    if observation.ok:
-        assert 0.0 <= observation.data["toxicity"] <= 1.0
-    else:
-        assert not text.strip()
+    assert observation.ok == bool(text.strip())  # only blank text is refused
+    assert 0.0 <= observation.data.get("toxicity", 0.0) <= 1.0
 
 
 # ------------------------------------------------------------ Perspective client
