@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
@@ -125,24 +125,23 @@ def toolbox_for(
     return build_toolbox(settings, dom, str(data) if data else None)
 
 
+def with_task(metavar: str, help: str, task_flag: bool = False) -> Any:
+    """An option of a --task run; its help starts "With --task:" unless it is --task itself."""
+    return typer.Option(metavar=metavar, help=help if task_flag else f"With --task: {help}")
+
+
 def run(
     domain: Annotated[str, typer.Option(help=f"Domain to run: {', '.join(DOMAINS)}.")] = DEFAULT_DOMAIN,
-    task: Annotated[Path | None, typer.Option(
-        metavar="FILE.jsonl", help="Your own task instead of a domain: one record (a JSON object) per line."
-    )] = None,
-    prompt: Annotated[str | None, typer.Option(
-        metavar="TEMPLATE", help='With --task: the prompt, a template over a record\'s fields, e.g. "{question}".'
-    )] = None,
-    check: Annotated[str | None, typer.Option(
-        metavar="SPEC", help="With --task: the check function that the sound verifier runs, "
-        "package.module:function or python:path/to/file.py:function.",
-    )] = None,
-    reference_field: Annotated[str | None, typer.Option(
-        metavar="NAME", help="With --task: the field holding the right answer (ground truth; without it, the check)."
-    )] = None,
-    id_field: Annotated[str | None, typer.Option(
-        metavar="NAME", help="With --task: the field naming each record (default: its number in the file)."
-    )] = None,
+    task: Annotated[Path | None, with_task("FILE.jsonl", "Your own task instead of a domain: one record (a JSON "
+                                           "object) per line.", task_flag=True)] = None,
+    prompt: Annotated[str | None, with_task("TEMPLATE", "the prompt, a template over a record's fields, "
+                                            'e.g. "{question}".')] = None,
+    check: Annotated[str | None, with_task("SPEC", "the check function that the sound verifier runs, "
+                                           "package.module:function or python:path/to/file.py:function.")] = None,
+    reference_field: Annotated[str | None, with_task("NAME", "the field holding the right answer (ground truth; "
+                                                     "without it, the check).")] = None,
+    id_field: Annotated[str | None, with_task("NAME", "the field naming each record (default: its number in the "
+                                              "file).")] = None,
     strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP, metavar="SPEC")] = None,
     model: Opt.Model = DEFAULT_MODEL,
     n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
