@@ -66,6 +66,9 @@ Role = Literal["generate", "correct", "verify", "critique", "check"]
 
 
 class CallRecord(BaseModel):
+    """One model call of a loop: its role, round, the messages sent and the reply, with
+    tokens, seconds and whether it came from the cache (SelfCheck adds stage and step)."""
+
     role: Role
     round: int
     sample_index: int = 0
@@ -106,6 +109,10 @@ class RoundRecord(BaseModel):
 
 
 class Trajectory(BaseModel):
+    """Everything one strategy did on one instance (one line of trajectories.jsonl): every
+    call, round, tool call and SelfCheck check, the final answer, the stop reason, and
+    whether the final answer is right by ground truth."""
+
     strategy: str
     domain: str
     model: str

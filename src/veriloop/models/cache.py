@@ -27,6 +27,9 @@ def call_key(backend: str, identity: str, messages: list[Message], params: GenPa
 
 
 class CallCache:
+    """A SQLite file of completions keyed by call (see `call_key`) and sample index; safe
+    to share between runs, committed one call at a time."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path

@@ -48,6 +48,9 @@ FeedbackLevel = Annotated[str, AfterValidator(check_level)]
 
 
 class Strategy(BaseModel):
+    """A control loop over an Episode. Subclasses declare typed options (pydantic fields),
+    a registry `kind`, a one-line `summary` (shown by `run --help`) and `run`."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     kind: ClassVar[str]

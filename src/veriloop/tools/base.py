@@ -34,6 +34,8 @@ class Observation(BaseModel):
 
 @runtime_checkable
 class Tool(Protocol):
+    """A text-to-text function the model may call (by `name`) inside a loop."""
+
     name: str
     description: str  # one or two sentences: what it does and what its input must be
     # Whether equal inputs always give equal observations (then results are cached,

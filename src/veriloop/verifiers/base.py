@@ -9,6 +9,9 @@ from ..records import Verdict
 
 
 class Verifier(Protocol):
+    """Judges one reply inside a loop and returns a Verdict; a check function becomes one
+    through `veriloop.FunctionCheck`."""
+
     name: str
 
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict: ...
