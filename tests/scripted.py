@@ -5,14 +5,17 @@ records, tools) stays the real thing."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from veriloop.domains.base import Domain
 from veriloop.episode import Episode
 from veriloop.models.base import Completion, GenParams
 from veriloop.records import Instance, Message, Trajectory
 from veriloop.strategies import Strategy, parse_strategy
-from veriloop.tools.base import Toolbox
+from veriloop.tools.base import Toolbox, ToolCache
+from veriloop.tools.search import make_search_tool
 
 
 class ScriptedModel:
@@ -66,3 +69,10 @@ def play(
     episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
     asyncio.run(strategy.run(episode))
     return t, model
+
+
+def search_toolbox(folder: Path, documents: list[dict[str, str]]) -> Toolbox:
+    """The real BM25 search tool over `documents` ({title, text}), with its cache in `folder`."""
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in documents))
+    return Toolbox([make_search_tool(corpus=corpus)], cache=ToolCache(folder / "tools.sqlite"))

@@ -9,13 +9,12 @@ the episode records — is the real one). Model-backed runs are in test_critic_e
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted import ScriptedModel
+from scripted import ScriptedModel, search_toolbox
 
 from veriloop.agent import ask
 from veriloop.domains import get_domain
@@ -26,7 +25,6 @@ from veriloop.records import Trajectory
 from veriloop.strategies import parse_strategy
 from veriloop.studies.hallucination import auroc, four_option_confidence, option_probabilities
 from veriloop.tools.base import Observation, Toolbox, ToolCache
-from veriloop.tools.search import make_search_tool
 from veriloop.verdict_text import parse_verdict
 
 CORPUS = [
@@ -39,9 +37,7 @@ CORPUS = [
 @pytest.fixture()
 def toolbox(tmp_path, monkeypatch) -> Toolbox:
     monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(d) for d in CORPUS) + "\n")
-    return Toolbox([make_search_tool(corpus=corpus)], cache=ToolCache(tmp_path / "tools.sqlite"))
+    return search_toolbox(tmp_path, CORPUS)
 
 
 def run_strategy(spec: str, replies: list[str], toolbox: Toolbox | None, reference: str = "Paris"):

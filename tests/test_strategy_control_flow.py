@@ -13,10 +13,8 @@ leaves out a 1 and is 25 (two errors, so the `first` and `all` levels differ).
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from scripted import play
+from scripted import play, search_toolbox
 
 from veriloop.domains import get_domain
 from veriloop.feedback import CRITIC_INSTRUCTIONS as CRITIQUE_INSTRUCTIONS
@@ -25,8 +23,7 @@ from veriloop.records import Trajectory
 from veriloop.selfcheck.scoring import confidence
 from veriloop.strategies import STRATEGIES
 from veriloop.strategies.critic import REACT_WRAP_UP
-from veriloop.tools.base import Toolbox, ToolCache
-from veriloop.tools.search import make_search_tool
+from veriloop.tools.base import Toolbox
 from veriloop.verifiers.critic import CRITIC_SYSTEM
 from veriloop.verifiers.llm_judge import JUDGE_SYSTEM
 
@@ -289,9 +286,7 @@ CORPUS = [
 @pytest.fixture()
 def search(tmp_path, monkeypatch) -> Toolbox:
     monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
-    return Toolbox([make_search_tool(corpus=corpus)], cache=ToolCache(tmp_path / "tools.sqlite"))
+    return search_toolbox(tmp_path, CORPUS)
 
 
 def correction_prompt(answer: str, critique: str) -> list[dict[str, str]]:
