@@ -27,6 +27,7 @@ from .errors import VeriloopError
 from .experiment.metrics import StrategySummary
 from .experiment.runner import run_episode, run_experiment
 from .models import CachedModel, CallCache, Model, as_model
+from .progress import ProgressReporter
 from .records import Message, Trajectory
 from .strategies import Strategy, parse_strategy
 from .task import Task
@@ -231,26 +232,15 @@ async def aevaluate(
 def _progress_bar(
     title: str, show: bool | None, also: Callable[[int, int], None] | None
 ) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar of finished trajectories on stderr (by default only when stderr is
-    a terminal), which also calls the user's own callback."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """The command line's progress bar on stderr (by default only when stderr is a
+    terminal, and no plain lines otherwise), which also calls the user's own callback."""
+    with ProgressReporter(title, live=show, plain_lines=False) as bar:
 
-    console = Console(stderr=True)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=console, transient=False)
-    visible = console.is_terminal if show is None else show
-    task_id = bar.add_task(title, total=None)
+        def report(done: int, total: int) -> None:
+            bar.update(done, total)
+            if also is not None:
+                also(done, total)
 
-    def report(done: int, total: int) -> None:
-        bar.update(task_id, completed=done, total=total)
-        if also is not None:
-            also(done, total)
-
-    if not visible:
-        yield (also or (lambda done, total: None))
-        return
-    with bar:
         yield report
 
 

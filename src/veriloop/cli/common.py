@@ -6,19 +6,18 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import VeriloopError
 from ..models.packs import DEFAULT_MODEL
+from ..progress import ProgressReporter, err
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -28,7 +27,6 @@ T = TypeVar("T")
 
 # Piped output (CI logs, `| tee`) would otherwise be cut to 80 columns and fold the table.
 out = Console() if sys.stdout.isatty() else Console(width=160)
-err = Console(stderr=True)
 
 __all__ = [
     "DEFAULT_MODEL", "SEARCH_URL_HELP", "ModelChoice", "Opt", "ProgressReporter", "Session", "err", "out",
@@ -85,62 +83,6 @@ def tool_settings(
         names=tuple(names or ALL_TOOLS), search_corpus=search_corpus, search_url=search_url,
         toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated,
     )
-
-
-class ProgressReporter:
-    """A live bar on a terminal; on a pipe or CI log, a plain line at every 10% step."""
-
-    def __init__(self, description: str) -> None:
-        self.description = description
-        self.live = err.is_terminal
-        self._last_step = -1
-        self._started = time.perf_counter()
-        self._bar = Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=err,
-        )
-        self._task = self._bar.add_task(description, total=None)
-
-    def __enter__(self) -> Self:
-        if self.live:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live:
-            self._bar.stop()
-
-    def update(self, done: int, total: int | None) -> None:
-        """Work done so far out of total (None: not known yet)."""
-        if self.live:
-            self._bar.update(self._task, completed=done, total=total)
-            return
-        step = 10 * done // total if total else 0
-        if step != self._last_step:
-            self._last_step = step
-            shown = f"{done}/{total}" if total else str(done)
-            err.print(f"{self.description}: {shown} ({time.perf_counter() - self._started:.0f} s)", highlight=False)
-
-    def set_stage(self, description: str) -> None:
-        """A new phase of a long job: the bar (or the plain lines) carry its name."""
-        if description != self.description:
-            self.description = description
-            self._last_step = -1
-            self._bar.update(self._task, description=description)
-
-    def update_stage(self, stage: str, done: int, total: int | None) -> None:
-        """Progress of a job made of named stages (a reproduction's tasks and tables)."""
-        self.set_stage(stage)
-        self.update(done, total)
-
-    def log(self, message: str) -> None:
-        """A line above the bar (or among the plain lines)."""
-        (self._bar.console if self.live else err).print(message, highlight=False)
 
 
 @dataclass(frozen=True)
