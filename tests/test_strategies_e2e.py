@@ -132,10 +132,9 @@ def _run(smollm2, out_dir, db, specs=SPECS, n=2):
     instances = domain.load_instances(None, n=n)
     model = CachedModel(smollm2, CallCache(db))
     strategies = [parse_strategy(s) for s in specs]
-    result = asyncio.run(run_experiment(
-        model, domain, strategies, instances, out_dir, seed=0, backend_calls=lambda: model.stats.backend_calls
-    ))
+    result = asyncio.run(run_experiment(model, domain, strategies, instances, out_dir, seed=0))
     model.cache.close()
+    assert result.backend_calls == model.stats.backend_calls  # counted from the records, as the cache counted
     return result, strategies
 
 

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from .checks import is_check_function
 from .domains import Domain, get_domain
 from .errors import VeriloopError
+from .experiment.identity import content_sha256
 from .experiment.metrics import StrategySummary
 from .experiment.runner import run_episode, run_experiment
 from .models import CachedModel, CallCache, Model, as_model
@@ -211,17 +212,18 @@ async def aevaluate(
         "task": getattr(domain, "description", domain.name),
         "check": getattr(getattr(domain, "checker", None), "name", None),
         "data": None if data is None else str(data),
+        "data_sha256": content_sha256(data),
         "offset": offset,
+        "domain_options": domain_options or {},
         "api": "veriloop.evaluate",
     }
     box = toolbox(tools)
 
     async def run(lm: Model) -> list[Summary]:
-        calls = (lambda: lm.stats.backend_calls) if isinstance(lm, CachedModel) else (lambda: 0)
         with _progress_bar(f"{domain.name} x {len(chosen)} strategies", progress, on_progress) as report:
             result = await run_experiment(
                 lm, domain, chosen, instances, Path(out), seed=seed, concurrency=concurrency, config=config,
-                on_progress=report, backend_calls=calls, tools=box,
+                on_progress=report, tools=box,
             )
         return result.summaries
 

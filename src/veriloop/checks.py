@@ -21,7 +21,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import VeriloopError
+from pydantic import ValidationError
+
+from .errors import VeriloopError, invalid_options_text
 from .records import Instance, Verdict, VerdictError
 
 if TYPE_CHECKING:
@@ -85,6 +87,12 @@ class FunctionCheck:
                 result = await result
         except VeriloopError:
             raise
+        except ValidationError as exc:
+            # Most often a Verdict built with a wrong value: name the field and what it takes.
+            raise CheckError(
+                f"check {self.name} built an invalid {exc.title} on instance {instance.id!r}: "
+                + invalid_options_text(exc, exc.title, (), noun="field")
+            ) from exc
         except Exception as exc:
             raise CheckError(
                 f"check {self.name} raised on instance {instance.id!r}: {type(exc).__name__}: {_short(str(exc))}"

@@ -4,13 +4,16 @@ model options as one value, and the one way a command runs a job on a model."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import sys
-from collections.abc import Awaitable, Callable
-from contextlib import nullcontext
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -25,8 +28,17 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# Piped output (CI logs, `| tee`) would otherwise be cut to 80 columns and fold the table.
-out = Console() if sys.stdout.isatty() else Console(width=160)
+
+def _stdout_width() -> int | None:
+    """COLUMNS when it is set to a width, else the terminal's own (None). Piped output
+    (CI logs, `| tee`) would otherwise be laid out for rich's 80 columns; it gets 160."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if sys.stdout.isatty() else 160
+
+
+out = Console(width=_stdout_width())
 
 __all__ = [
     "DEFAULT_MODEL", "SEARCH_URL_HELP", "ModelChoice", "Opt", "ProgressReporter", "Session", "err", "out",
@@ -63,6 +75,11 @@ class Opt:
     Unisolated = Annotated[bool, typer.Option(
         help="Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
     )]
+    # Text, checked by ModelChoice: a bad number is then one line naming --threads, as a
+    # bad VERILOOP_THREADS names the variable.
+    Threads = Annotated[str | None, typer.Option(
+        metavar="N", help="Threads of a local (llama.cpp) model (or VERILOOP_THREADS; default: the CPU count)."
+    )]
 
 
 def slug(text: str) -> str:
@@ -87,19 +104,24 @@ def tool_settings(
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """The model options of a command (--model, --base-url, --api-key, --cache, --no-cache)."""
+    """The model options of a command (--model, --base-url, --api-key, --cache, --no-cache,
+    --threads as typed)."""
 
     model: str
     base_url: str | None = None
     api_key: str | None = None
     cache: Path | None = None
     use_cache: bool = True
+    threads: str | None = None
 
     def load(self) -> Model:
         from ..models import load_model
+        from ..models.llamacpp import thread_count
 
+        threads = None if self.threads is None else thread_count(self.threads, "--threads")
         return load_model(
-            self.model, base_url=self.base_url, api_key=self.api_key, cache_path=self.cache, use_cache=self.use_cache
+            self.model, base_url=self.base_url, api_key=self.api_key, cache_path=self.cache, use_cache=self.use_cache,
+            threads=threads,
         )
 
 
@@ -111,10 +133,11 @@ class Session:
     progress: ProgressReporter
 
     def backend_calls(self) -> int:
-        """Calls that reached the backend (the cache answered the others); 0 without a cache."""
-        from ..models import CachedModel
+        """Samples the backend generated so far (the cache answered the others), with or
+        without a cache."""
+        from ..models.counting import CountingModel
 
-        return self.model.stats.backend_calls if isinstance(self.model, CachedModel) else 0
+        return self.model.backend_calls if isinstance(self.model, CountingModel) else 0
 
 
 def run_on_model(
@@ -123,8 +146,15 @@ def run_on_model(
 ) -> tuple[T, int]:
     """Load the model, run `job` on it (with a progress display named `progress`, if
     given), close the model, and return the job's result with the number of backend
-    calls. Ctrl-C exits with status 130, saying where finished work is kept (`kept_in`)."""
-    lm = choice.load()
+    calls. Ctrl-C, while loading or running, exits with status 130 at once, saying where
+    finished work is kept (`kept_in`)."""
+    from ..models.counting import CountingModel
+
+    with interrupts_deferred() as interrupted:
+        loaded = choice.load()
+    if interrupted.is_set():
+        _exit_interrupted(kept_in, "while the model was loading; nothing was run")
+    lm = CountingModel(loaded)
     session = Session(lm, ProgressReporter(progress or ""))
 
     async def go() -> T:
@@ -137,7 +167,39 @@ def run_on_model(
     try:
         result = asyncio.run(go())
     except KeyboardInterrupt:
-        if kept_in is not None:
-            err.print(f"interrupted: finished work is kept in {kept_in}; run the same command again to resume")
-        raise typer.Exit(130) from None
+        _exit_interrupted(kept_in)
     return result, session.backend_calls()
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[threading.Event]:
+    """Hold Ctrl-C back until the block ends, and say whether it came.
+
+    llama.cpp loads weights in C and reports through a Python log callback; a
+    KeyboardInterrupt raised inside that callback is swallowed by ctypes ("Exception
+    ignored ...") and the run would go on as if nothing was pressed."""
+    interrupted = threading.Event()
+    # Signal handlers can only be set from the main thread; and a process started with
+    # Ctrl-C ignored (nohup, a background job) keeps ignoring it.
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _exit_interrupted(kept_in: Path | None, when: str = "") -> NoReturn:
+    """Exit with status 130 now. Not through interpreter shutdown: it would wait for the
+    model's worker thread to finish its generation, and a second Ctrl-C during that wait
+    prints a traceback from threading. Every finished trajectory and cached call is
+    already on disk (each is committed as it finishes)."""
+    message = "interrupted" + (f" {when}" if when else "")
+    if kept_in is not None:
+        message += f"; finished work is kept in {kept_in}; run the same command again to resume"
+    err.print(message, highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)

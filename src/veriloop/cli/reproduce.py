@@ -21,8 +21,10 @@ def _subset(value: str | None, known: list[str], what: str, where: str = "") -> 
 
 
 def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> None:
-    """Print the reproduction's main table and where its files are."""
-    out.print((target / table).read_text(), markup=False, highlight=False)
+    """Print the reproduction's main table (fitted to the terminal) and where its files are."""
+    from ..report import print_markdown
+
+    print_markdown(out, (target / table).read_text())
     out.print(f"{calls} backend calls; {what} in {target}/{note}", highlight=False)
 
 
@@ -45,6 +47,7 @@ def self_verification(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
@@ -59,11 +62,11 @@ def self_verification(
         return await reproduce(
             s.model, target, instances, data_root if data_root.exists() else None,
             verification_instances or instances, max_rounds=max_rounds, seed=seed, domains=chosen,
-            on_progress=s.progress.update_stage, backend_calls=s.backend_calls,
+            on_progress=s.progress.update_stage,
         )
 
-    payload, calls = run_on_model(ModelChoice(model, base_url, api_key, cache), job, progress="self-verification",
-                                  kept_in=target)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    payload, calls = run_on_model(choice, job, progress="self-verification", kept_in=target)
     _show(target, "table1.md", calls, "tables and figure", f" ({', '.join(payload['provenance'])})")
 
 
@@ -100,6 +103,7 @@ def critic(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
@@ -125,10 +129,11 @@ def critic(
             max_corrections=max_corrections,
             tasks=chosen, extra_files={"svamp": svamp} if svamp else {},
             perplexity=perplexity_logprobs if hasattr(inner, "score") else None,
-            on_progress=s.progress.update_stage, backend_calls=s.backend_calls,
+            on_progress=s.progress.update_stage,
         )
 
-    _, calls = run_on_model(ModelChoice(model, base_url, api_key, cache), job, progress="critic", kept_in=target)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    _, calls = run_on_model(choice, job, progress="critic", kept_in=target)
     _show(target, "critic.md", calls, "tables and figure")
 
 
@@ -165,6 +170,7 @@ def selfcheck(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
     for weighted and majority voting (same solutions, ± standard error), TPR/FPR at
@@ -191,8 +197,9 @@ def selfcheck(
             s.model, target, dataset, path, questions, solutions, seed=seed, temperature=temperature,
             max_steps=max_steps, lambda_contradict=lambda_contradict, lambda_unrelated=lambda_unrelated,
             global_ablation=global_ablation, majority_cap=majority_cap,
-            on_progress=s.progress.update_stage, backend_calls=s.backend_calls,
+            on_progress=s.progress.update_stage,
         )
 
-    _, calls = run_on_model(ModelChoice(model, base_url, api_key, cache), job, progress="selfcheck", kept_in=target)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    _, calls = run_on_model(choice, job, progress="selfcheck", kept_in=target)
     _show(target, "selfcheck.md", calls, "tables and figures")

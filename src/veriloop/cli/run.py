@@ -163,6 +163,7 @@ def run(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -184,7 +185,8 @@ def run(
     finished before is kept).
     """
     from ..domains import get_domain
-    from ..experiment.runner import run_experiment
+    from ..experiment.identity import content_sha256
+    from ..experiment.runner import check_run_dir, run_experiment
     from ..report import print_summary
     from ..strategies import parse_strategy, split_specs
 
@@ -195,15 +197,18 @@ def run(
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     strategies = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in specs]
     config: dict[str, object] = {
-        "model": model, "base_url": base_url, "data": str(data) if data else None, "offset": offset,
+        "model": model, "base_url": base_url, "data": str(data) if data else None,
+        "data_sha256": content_sha256(data), "offset": offset, "strategy_defaults": {"max_rounds": max_rounds, "k": k},
     }
     if task is not None:
         dom = task_domain(task, str(prompt), check, reference_field, id_field)
         label = f"task-{task.stem}"
-        config.update({"task": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
-                       "id_field": id_field})
+        config.update({"task": str(task), "task_sha256": content_sha256(task), "prompt": prompt, "check": check,
+                       "reference_field": reference_field, "id_field": id_field})
     else:
-        dom = get_domain(domain, **domain_options(domain_option or []))
+        options = domain_options(domain_option or [])
+        dom = get_domain(domain, **options)
+        config["domain_options"] = options
         label = domain
     for chosen in strategies:
         chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
@@ -211,20 +216,21 @@ def run(
     if not instances:
         raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
     run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
+    check_run_dir(run_dir, {**config, "domain": dom.name, "seed": seed})  # before the model loads; its identity after
     toolbox = toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
 
     async def job(s: Session) -> RunResult:
         return await run_experiment(
             s.model, dom, strategies, instances, run_dir, seed=seed, concurrency=concurrency,
-            config=config, on_progress=s.progress.update, backend_calls=s.backend_calls, tools=toolbox,
+            config=config, on_progress=s.progress.update, tools=toolbox,
         )
 
-    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache)
+    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads)
     result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
     first_id, last_id = instances[0].id, instances[-1].id
     title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
     print_summary(out, result.summaries, title, labels={s.canonical: spec for s, spec in zip(strategies, specs)})
-    calls_note = f"{result.backend_calls} backend calls" if not no_cache else "cache off"
+    calls_note = f"{result.backend_calls} backend calls" + (" (cache off)" if no_cache else "")
     out.print(
         f"{result.new_trajectories} new and {result.reused_trajectories} resumed trajectories, {calls_note}, "
         f"{result.wall_seconds:.1f} s; records in {run_dir}/"

@@ -11,7 +11,7 @@ import typer
 from ..errors import VeriloopError
 
 if TYPE_CHECKING:
-    from ..domains.base import Domain
+    from ..domains.base import Domain, Instance
 
 
 def verify(
@@ -32,7 +32,8 @@ def verify(
 
     One answer: prints the verdict as JSON; exit status 0 if it is correct, 1 if not.
 
-    Batch: prints one JSON verdict per input line, in order; exit status 0 when every line was read.
+    Batch: prints one JSON verdict per input line, in order; exit status 0 when every line was read, 2 at
+    the first bad line (named, with the fields it lacks) or when the file has no lines.
     Batch lines hold the instance fields and "answer": {"instance": "1 1 4 6", ...} (game24),
     {"graph": "<.col text>", ...} (coloring), {"domain": "<pddl>", "problem": "<pddl>", ...} (planning).
     """
@@ -67,18 +68,46 @@ def verify_batch(dom: Domain, batch: Path) -> None:
         lines = batch.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise VeriloopError(f"cannot read {batch}: {exc.strerror}") from None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            text = row.pop("answer")
-            inst = dom.parse_instance(row)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise VeriloopError(
-                f'{batch}, line {lineno}: expected a JSON object with the instance fields and "answer" ({exc})'
-            ) from None
-        except VeriloopError as exc:
-            raise VeriloopError(f"{batch}, line {lineno}: {exc}") from None
-        verdict = dom.verify(inst, str(text))
+    numbered = [(lineno, line) for lineno, line in enumerate(lines, start=1) if line.strip()]
+    if not numbered:
+        raise VeriloopError(f"{batch} has no lines to check")
+    for lineno, line in numbered:
+        inst, text = batch_line(dom, f"{batch}, line {lineno}", line)
+        verdict = dom.verify(inst, text)
         print(verdict.model_dump_json(include={"ok", "errors", "malformed"}))
+
+
+# What a JSON value that is not an object is called, for errors about batch lines.
+_JSON_KINDS = {list: "a JSON array", str: "a JSON string", int: "a JSON number", float: "a JSON number",
+               bool: "a JSON boolean", type(None): "JSON null"}
+
+
+def batch_line(dom: Domain, where: str, line: str) -> tuple[Instance, str]:
+    """The instance and answer of one batch line; a VeriloopError naming `where`, what is
+    wrong and the line the domain expects."""
+    # A domain says which fields make its instance; without that, only "answer" is known.
+    fields: dict[str, str] = dict(getattr(dom, "instance_fields", None) or {})
+    shape = json.dumps({**fields, "answer": "..."}) if fields else f'the instance fields of {dom.name} and "answer"'
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise VeriloopError(f"{where} is not JSON ({exc.msg} at column {exc.colno}); expected {shape}") from None
+    if not isinstance(row, dict):
+        raise VeriloopError(f"{where} is {_JSON_KINDS[type(row)]}, not an object; expected {shape}")
+    has_answer = "answer" in row
+    text = row.pop("answer", None)
+    try:
+        inst: Instance | None = dom.parse_instance(row)
+        problem = ""
+    except VeriloopError as exc:
+        inst, problem = None, str(exc)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        inst, problem = None, f"its fields do not make a {dom.name} instance"
+    missing = [name for name in fields if inst is None and name not in row] + ["answer"] * (not has_answer)
+    if missing:
+        quoted = [f'"{name}"' for name in missing]
+        names = " and ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+        raise VeriloopError(f"{where} lacks the field{'s' * (len(missing) > 1)} {names}; expected {shape}")
+    if inst is None:
+        raise VeriloopError(f"{where}: {problem}")
+    return inst, str(text)

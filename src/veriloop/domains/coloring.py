@@ -487,6 +487,8 @@ class Coloring(SoundlyScored):
         "using at most its chromatic number of colors."
     )
     answer_tokens: int = TOKENS_PER_VERTEX * 24 + TOKEN_MARGIN
+    # The fields of a batch line (`veriloop verify --batch`) besides "answer", with an example.
+    instance_fields: dict[str, str] = {"graph": "<.col text>"}
 
     def __init__(self, vertices: int = DEFAULT_VERTICES, p: float = DEFAULT_P, seed: int = 0) -> None:
         if vertices < 1:

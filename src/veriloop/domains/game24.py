@@ -418,6 +418,8 @@ class Game24(SoundlyScored):
     description: str = "Make 24 from four numbers with + - * / and parentheses, using each number once."
     # A reply is one expression line; the cap only stops a rambling small model early.
     answer_tokens: int = 200
+    # The fields of a batch line (`veriloop verify --batch`) besides "answer", with an example.
+    instance_fields: dict[str, str] = {"instance": "1 1 4 6"}
 
     def parse_instance(self, raw: Any) -> Instance:
         """An instance from user input: {"instance": "1 1 4 6"}, "1 1 4 6", [1, 1, 4, 6] or {"numbers": [...]}."""

@@ -22,6 +22,7 @@ from ..models.base import Model
 from ..records import Trajectory
 from ..strategies.base import Strategy
 from ..tools.base import Toolbox
+from .identity import check_same_run
 from .jsonl import append_record, load_records
 from .metrics import StrategySummary, summarise
 
@@ -44,16 +45,24 @@ def load_trajectories(path: Path) -> list[Trajectory]:
     return load_records(path, Trajectory)
 
 
-def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
+def check_run_dir(out_dir: Path, config: Mapping[str, object]) -> None:
+    """Refuse to continue the run in `out_dir` with other settings (see
+    experiment.identity); callers may check before loading a model, with what they know."""
     path = out_dir / CONFIG
     if path.exists():
-        old = json.loads(path.read_text())
-        for key in ("model_identity", "domain"):
-            if old.get(key) != config.get(key):
-                raise VeriloopError(
-                    f"{out_dir} holds a run with {key} {old.get(key)!r}, not {config.get(key)!r}; choose another --out"
-                )
-    path.write_text(json.dumps(config, indent=2) + "\n")
+        try:
+            old = json.loads(path.read_text())
+        except ValueError:
+            raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
+        check_same_run(out_dir, old, config)
+
+
+def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
+    check_run_dir(out_dir, config)
+    path = out_dir / CONFIG
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(config, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
 
 
 async def run_episode(
@@ -82,14 +91,21 @@ async def run_experiment(
     concurrency: int | None = None,
     config: Mapping[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    backend_calls: Callable[[], int] = lambda: 0,
     tools: Toolbox | None = None,
 ) -> RunResult:
+    """Run every strategy on every instance not already finished in `out_dir`, append each
+    trajectory as it finishes and write the summary. `config` holds the settings that
+    define the run (see experiment.identity); a directory made with other ones is refused.
+    `backend_calls` in the result counts the samples generated for this run's new
+    trajectories (not the ones replayed from the cache), whatever the model."""
     started = time.perf_counter()
     for strategy in strategies:
         strategy.check_domain(domain)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _check_config(out_dir, {**(config or {}), "model_identity": model.identity, "domain": domain.name, "seed": seed})
+    _check_config(out_dir, {
+        "model_name": model.name, **(config or {}), "model_identity": model.identity, "domain": domain.name,
+        "seed": seed,
+    })
     traj_path = out_dir / TRAJECTORIES
     done = {t.key: t for t in load_trajectories(traj_path)}
     todo = [
@@ -97,7 +113,6 @@ async def run_experiment(
     ]
     total = len(strategies) * len(instances)
     finished = total - len(todo)
-    calls_before = backend_calls()
     if on_progress:
         on_progress(finished, total)
     semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
@@ -133,7 +148,7 @@ async def run_experiment(
         summaries=summaries,
         new_trajectories=len(new),
         reused_trajectories=total - len(todo),
-        backend_calls=backend_calls() - calls_before,
+        backend_calls=sum(not call.cached for t in new for call in t.calls),
         wall_seconds=round(time.perf_counter() - started, 3),
     )
     write_summary(result, instances, seed)

@@ -12,6 +12,7 @@ import asyncio
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ContextOverflow, ModelTransportError, VeriloopError
 from ..records import Message
@@ -87,7 +88,8 @@ class OpenAICompatModel:
         for attempt in range(RETRY_ATTEMPTS):
             started = time.perf_counter()
             try:
-                resp = await self._client.chat.completions.create(**kwargs)
+                # The raw response keeps the body, to quote it when it is not a chat completion.
+                raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
                 break
             except transient as exc:
                 if attempt == RETRY_ATTEMPTS - 1:
@@ -105,18 +107,56 @@ class OpenAICompatModel:
                 raise VeriloopError(
                     "the server refused the API key; set VERILOOP_API_KEY (or OPENAI_API_KEY) or pass --api-key"
                 ) from None
-            except self._openai.NotFoundError:
-                raise VeriloopError(f"the server does not know the model {self.name!r}") from None
-        choice = resp.choices[0]
-        usage = resp.usage
+            except self._openai.NotFoundError as exc:
+                raise VeriloopError(self._not_found(exc)) from None
+        choice, usage = self._parsed(raw)
         return Completion(
             text=choice.message.content or "",
-            finish_reason=choice.finish_reason or "stop",
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=str(choice.finish_reason or "stop"),
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
             logprobs=_logprobs(choice) if params.logprobs else None,
             seconds=time.perf_counter() - started,
         )
+
+    def _url(self) -> str:
+        url = self.base_url or str(getattr(self._client, "base_url", "")) or "the default OpenAI endpoint"
+        return url.rstrip("/")
+
+    def _parsed(self, raw: Any) -> tuple[Any, Any]:
+        """The first choice and the usage of a chat completion; a VeriloopError quoting the body when the
+        server answered something else (a web page, a JSON error, another API's JSON)."""
+        try:
+            resp = raw.parse()
+        except ValueError:  # a JSON content type over a body that is not JSON
+            resp = None
+        choices = getattr(resp, "choices", None)
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        content = getattr(getattr(choice, "message", None), "content", 0)
+        if content is None or isinstance(content, str):
+            return choice, getattr(resp, "usage", None)
+        raise VeriloopError(
+            f"the server at {self._url()} answered a chat completion request with {_excerpt(raw.http_response.text)}, "
+            'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})' + self._v1_hint()
+        )
+
+    def _not_found(self, exc: Any) -> str:
+        """Unknown model only when the 404 says so; a 404 about the path (a base URL
+        without /v1, say) names the URL that answered it."""
+        body = exc.response.text
+        if "model" in body.lower():
+            return f"the server does not know the model {self.name!r}"
+        url = self._url()
+        return (
+            f"the server at {url} answered {exc.status_code} {exc.response.reason_phrase} ({_excerpt(body)}) "
+            f"to POST {url}/chat/completions" + (self._v1_hint() or "; check that it is an OpenAI-compatible API")
+        )
+
+    def _v1_hint(self) -> str:
+        url = self._url()
+        if not url.startswith(("http://", "https://")) or urlsplit(url).path.endswith("/v1"):
+            return ""
+        return f"; OpenAI-compatible APIs are usually served under /v1: try the base URL {url}/v1"
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -125,6 +165,18 @@ class OpenAICompatModel:
 
 def _short(exc: Exception) -> str:
     return str(exc).splitlines()[0][:300]
+
+
+def _excerpt(body: str) -> str:
+    text = " ".join(body.split())
+    if not text:
+        return "an empty body"
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _count(usage: Any, field: str) -> int:
+    value = getattr(usage, field, 0)
+    return value if isinstance(value, int) else 0
 
 
 def _logprobs(choice: Any) -> list[TokenLogprob] | None:

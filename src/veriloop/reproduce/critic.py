@@ -166,7 +166,6 @@ async def reproduce_critic(
     extra_files: dict[str, Path] | None = None,
     perplexity: Callable[[list[dict[str, str]], str], object] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
-    backend_calls: Callable[[], int] = lambda: 0,
 ) -> dict[str, object]:
     extra_files = extra_files or {}
     selected = set(tasks or [*TASK_NAMES])
@@ -203,7 +202,7 @@ async def reproduce_critic(
                 sub = out_dir / task.domain if len(seeds) == 1 else out_dir / task.domain / f"seed{s}"
                 await run_experiment(
                     model, domain, [st for _, st in specs], instances, sub, seed=s,
-                    config={"reproduce": "critic", "data": where}, tools=toolbox, backend_calls=backend_calls,
+                    config={"reproduce": "critic", "data": where}, tools=toolbox,
                     on_progress=staged(on_progress, f"{task.domain} seed {s}"),
                 )
                 keys = {(st.canonical, i.id, s) for _, st in specs for i in instances}

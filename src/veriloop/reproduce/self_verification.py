@@ -104,7 +104,6 @@ async def reproduce(
     seed: int = 0,
     domains: list[str] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
-    backend_calls: Callable[[], int] = lambda: 0,
 ) -> dict[str, object]:
     sources = [s for s in SOURCES if domains is None or s.name in domains]
     conditions = [(label, parse_strategy(spec, {"max_rounds": max_rounds})) for label, spec in CONDITIONS]
@@ -120,7 +119,6 @@ async def reproduce(
             model, domain, [s for _, s in chosen], instances, out_dir / source.name, seed=seed,
             config={"reproduce": "self-verification"},
             on_progress=staged(on_progress, f"{source.name}: Table 1"),
-            backend_calls=backend_calls,
         )
         summaries[source.name] = {label: s for (label, _), s in zip(chosen, result.summaries)}
         keys = {(s.canonical, i.id) for _, s in chosen for i in instances}

@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..domains import get_domain
 from ..domains.base import Domain, Instance
@@ -241,7 +242,7 @@ async def reproduce_selfcheck(
     model: Model, out_dir: Path, dataset: str, data: Path, questions: int, solutions: int, seed: int = 0,
     temperature: float = 0.7, max_steps: int = 8, lambda_contradict: float = 1.0, lambda_unrelated: float = 0.3,
     global_ablation: bool = True, majority_cap: int = 16,
-    on_progress: Callable[[str, int, int], None] | None = None, backend_calls: Callable[[], int] = lambda: 0,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, object]:
     domain_name = DATASETS[dataset][0]
     domain = get_domain(domain_name)
@@ -260,7 +261,7 @@ async def reproduce_selfcheck(
     def progress(stage: str):
         return (lambda d, t: on_progress(stage, d, t)) if on_progress else None
 
-    await run_experiment(model, domain, specs, instances, sub, seed=seed, config=config, backend_calls=backend_calls,
+    await run_experiment(model, domain, specs, instances, sub, seed=seed, config=config,
                          on_progress=progress("selfcheck: solutions and checks"))
     done = load_trajectories(sub / "trajectories.jsonl")
     ids = {i.id for i in instances}
@@ -274,7 +275,7 @@ async def reproduce_selfcheck(
     majority_spec = parse_strategy(f"self-consistency:k={m},temperature={temperature}")
     if m > solutions:
         await run_experiment(model, domain, [majority_spec], instances, sub, seed=seed, config=config,
-                             backend_calls=backend_calls, on_progress=progress(f"majority voting: {m} samples"))
+                             on_progress=progress(f"majority voting: {m} samples"))
         done = load_trajectories(sub / "trajectories.jsonl")
     qs = build_questions(domain, instances, of(steps_spec), of(global_spec) if global_ablation else [],
                          of(majority_spec) if m > solutions else [])
@@ -448,7 +449,7 @@ def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"{dataset}: {title} ({model})", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _legend(ax)
         fig.tight_layout()
         fig.savefig(out_dir / name, dpi=120)
         plt.close(fig)
@@ -474,10 +475,17 @@ def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_title(f"{dataset}: telling right solutions from wrong", fontsize=9)
-    ax.legend(fontsize=8)
+    _legend(ax)
     fig.tight_layout()
     fig.savefig(out_dir / "roc.png", dpi=120)
     plt.close(fig)
+
+
+def _legend(ax: Any) -> None:
+    # With nothing labelled (no curve, no ROC point: every solution unchecked or every
+    # answer alike) matplotlib would warn on the user's terminal instead of drawing it.
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
 
 
 def write_outputs(out_dir: Path, payload: dict, dataset: str, model: str) -> None:

@@ -6,8 +6,6 @@ Several specs are separated by `;` or given as repeated --strategy options.
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from ..errors import VeriloopError
 from .backprompt import Backprompt
 from .base import Strategy
@@ -43,12 +41,8 @@ def parse_strategy(spec: str | Strategy, defaults: dict[str, object] | None = No
         options[key.strip().replace("-", "_")] = value.strip()
     try:
         return cls(**options)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or name}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
-        allowed = ", ".join(cls.model_fields)
-        raise VeriloopError(f"bad strategy {spec!r}: {problems} (options of {name}: {allowed})") from None
+    except VeriloopError as exc:
+        raise VeriloopError(f"bad strategy {spec!r}: {exc}") from None
 
 
 def split_specs(values: list[str]) -> list[str]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ..checks import FunctionCheck
 from ..domains.base import Domain
 from ..episode import Episode
-from ..errors import VeriloopError
+from ..errors import VeriloopError, invalid_options_text
 from ..feedback import check_level
 from ..models.base import GenParams
 from ..records import Message, Verdict
@@ -55,6 +55,15 @@ class Strategy(BaseModel):
 
     kind: ClassVar[str]
     summary: ClassVar[str]
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            # Options come from users (a spec's key=value, keyword arguments), so the
+            # error names the strategy, the option and what it takes, in words.
+            kind = getattr(type(self), "kind", type(self).__name__)
+            raise VeriloopError(invalid_options_text(exc, kind, type(self).model_fields)) from None
 
     @property
     def canonical(self) -> str:

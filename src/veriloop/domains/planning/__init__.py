@@ -83,6 +83,15 @@ class PlanningDomain(SoundlyScored):
 
     # -------------------------------------------------------------- instances
 
+    @property
+    def instance_fields(self) -> dict[str, str]:
+        """The fields of a batch line (`veriloop verify --batch`) besides "answer", with an
+        example; a domain with its own PDDL domain file needs only the problem."""
+        problem = {"problem": "<PDDL problem text>"}
+        if self.template is not None and self.template.domain_file is not None:
+            return problem
+        return {"domain": "<PDDL domain text>", **problem}
+
     def _default_domain(self) -> tuple[str, str]:
         if self.template is None or self.template.domain_file is None:
             raise VeriloopError(f"domain {self.name} has no PDDL domain file of its own; give one with the problem")

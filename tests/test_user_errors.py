@@ -1,0 +1,261 @@
+"""Errors a new user meets (issue 13, items 4 and 5), each one line in our own words: a
+server that is not an OpenAI-compatible API, bad `verify --batch` lines, and strategy
+options that pydantic rejects."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli import assert_one_line_error, veriloop
+
+import veriloop as vl
+from veriloop.errors import VeriloopError
+from veriloop.strategies import STRATEGIES
+
+# ---------------------------------------------------------------- a server that answers wrongly
+
+COMPLETION = {
+    "id": "c1", "object": "chat.completion", "created": 0, "model": "x",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Answer: 4 * 6 * (1 * 1)"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+}
+UNKNOWN_MODEL = {"error": {"message": "The model `x` does not exist.", "type": "invalid_request_error",
+                           "code": "model_not_found"}}
+# POST path -> (status, content type, body); any other path is a plain-text 404, as Go and
+# Ollama servers answer a base URL without /v1.
+ROUTES: dict[str, tuple[int, str, bytes]] = {
+    "/ok/v1/chat/completions": (200, "application/json", json.dumps(COMPLETION).encode()),
+    "/text/v1/chat/completions": (200, "text/plain", b"Hello from a plain web server\n"),
+    "/other-api/v1/chat/completions": (200, "application/json", b'{"result": "4*6", "status": "done"}'),
+    "/unknown-model/v1/chat/completions": (404, "application/json", json.dumps(UNKNOWN_MODEL).encode()),
+}
+
+
+class CannedHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, content_type, body = ROUTES.get(self.path, (404, "text/plain", b"404 page not found"))
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the test's output is the CLI's, not the server's access log
+
+
+@pytest.fixture
+def canned_server() -> Iterator[str]:
+    """A stdlib HTTP server on 127.0.0.1 answering ROUTES; its root URL (no /v1)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CannedHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def run_against(base_url: str, tmp_path: Path) -> Any:
+    return veriloop("run", "--model", "openai/x", "--base-url", base_url, "-n", "1", "-s", "standard", "--no-cache",
+                    "--out", str(tmp_path / "run"), home=tmp_path / "home")
+
+
+def the_error(proc: Any) -> str:
+    """The one `error:` line of a command that failed mid-run (progress lines may precede it)."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+class TestServerAnswers:
+    def test_a_real_chat_completion_still_runs(self, canned_server, tmp_path):
+        proc = run_against(f"{canned_server}/ok/v1", tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "1 backend calls" in proc.stdout
+
+    def test_200_with_plain_text_quotes_the_body(self, canned_server, tmp_path):
+        url = f"{canned_server}/text/v1"
+        assert the_error(run_against(url, tmp_path)) == (
+            f"error: the server at {url} answered a chat completion request with 'Hello from a plain web server', "
+            'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})'
+        )
+
+    def test_200_with_json_of_another_shape_quotes_the_body(self, canned_server, tmp_path):
+        url = f"{canned_server}/other-api/v1"
+        assert the_error(run_against(url, tmp_path)) == (
+            f"error: the server at {url} answered a chat completion request with "
+            """'{"result": "4*6", "status": "done"}', not a chat completion in JSON """
+            '({"choices": [{"message": {"content": ...}}], ...})'
+        )
+
+    def test_404_without_v1_suggests_v1(self, canned_server, tmp_path):
+        assert the_error(run_against(canned_server, tmp_path)) == (
+            f"error: the server at {canned_server} answered 404 Not Found ('404 page not found') to POST "
+            f"{canned_server}/chat/completions; OpenAI-compatible APIs are usually served under /v1: "
+            f"try the base URL {canned_server}/v1"
+        )
+
+    def test_404_with_v1_names_the_url(self, canned_server, tmp_path):
+        url = f"{canned_server}/nothing/v1"
+        assert the_error(run_against(url, tmp_path)) == (
+            f"error: the server at {url} answered 404 Not Found ('404 page not found') to POST "
+            f"{url}/chat/completions; check that it is an OpenAI-compatible API"
+        )
+
+    def test_unknown_model_only_when_the_server_says_so(self, canned_server, tmp_path):
+        proc = run_against(f"{canned_server}/unknown-model/v1", tmp_path)
+        assert the_error(proc) == "error: the server does not know the model 'x'"
+
+
+# ---------------------------------------------------------------- verify --batch
+
+GAME24_SHAPE = '{"instance": "1 1 4 6", "answer": "..."}'
+GOOD_LINE = '{"instance": "1 1 4 6", "answer": "4 * 6 * (1 * 1)"}'
+
+
+def verify_batch(tmp_path: Path, text: str, domain: str = "game24") -> tuple[Path, Any]:
+    batch = tmp_path / "in.jsonl"
+    batch.write_text(text)
+    return batch, veriloop("verify", domain, "--batch", str(batch))
+
+
+def assert_error(proc: Any, message: str) -> None:
+    assert_one_line_error(proc)
+    assert proc.stderr.strip() == f"error: {message}"
+
+
+class TestBatchLines:
+    def test_missing_answer_names_line_field_and_shape(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, GOOD_LINE + '\n{"instance": "1 1 4 6"}\n')
+        assert_error(proc, f'{batch}, line 2 lacks the field "answer"; expected {GAME24_SHAPE}')
+        assert [json.loads(line)["ok"] for line in proc.stdout.splitlines()] == [True]  # line 1 was checked
+
+    def test_missing_instance(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '{"answer": "6*4"}\n')
+        assert_error(proc, f'{batch}, line 1 lacks the field "instance"; expected {GAME24_SHAPE}')
+
+    def test_every_missing_field_is_named(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '\n{"instanse": "1 1 4 6"}\n')
+        assert_error(proc, f'{batch}, line 2 lacks the fields "instance" and "answer"; expected {GAME24_SHAPE}')
+
+    @pytest.mark.parametrize(
+        ("line", "kind"),
+        [('["1 1 4 6", "6*4"]', "a JSON array"), ("24", "a JSON number"), ('"1 1 4 6"', "a JSON string"),
+         ("null", "JSON null")],
+    )
+    def test_a_line_that_is_not_an_object(self, tmp_path, line, kind):
+        batch, proc = verify_batch(tmp_path, line + "\n")
+        assert_error(proc, f"{batch}, line 1 is {kind}, not an object; expected {GAME24_SHAPE}")
+
+    def test_a_line_that_is_not_json(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, GOOD_LINE + "\n" + "instance: 1 1 4 6\n")
+        assert_error(proc, f"{batch}, line 2 is not JSON (Expecting value at column 1); expected {GAME24_SHAPE}")
+
+    def test_coloring_shape(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '{"answer": "0: Color1"}\n', domain="coloring")
+        shape = '{"graph": "<.col text>", "answer": "..."}'
+        assert_error(proc, f'{batch}, line 1 lacks the field "graph"; expected {shape}')
+
+    def test_planning_shape(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '{"plan": "(pick-up a)"}\n', domain="planning")
+        shape = '{"domain": "<PDDL domain text>", "problem": "<PDDL problem text>", "answer": "..."}'
+        assert_error(proc, f'{batch}, line 1 lacks the fields "domain", "problem" and "answer"; expected {shape}')
+
+    def test_blocksworld_brings_its_own_pddl_domain(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '{"answer": "pick up the red block"}\n', domain="blocksworld")
+        expected = '{"problem": "<PDDL problem text>", "answer": "..."}'
+        assert_error(proc, f'{batch}, line 1 lacks the field "problem"; expected {expected}')
+
+    def test_a_bad_instance_keeps_the_domain_s_own_words(self, tmp_path):
+        batch, proc = verify_batch(tmp_path, '{"instance": "1 2 3", "answer": "1"}\n')
+        assert_error(proc, f'{batch}, line 1: a Game of 24 instance is four whole numbers from 1 to 13, '
+                           """like "1 1 4 6"; got '1 2 3'""")
+
+    @pytest.mark.parametrize("text", ["", "\n  \n\n"])
+    def test_an_empty_batch_is_an_error(self, tmp_path, text):
+        batch, proc = verify_batch(tmp_path, text)
+        assert_error(proc, f"{batch} has no lines to check")
+        assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------- strategy options in words
+
+class TestStrategyOptions:
+    @pytest.mark.parametrize(
+        ("spec", "message"),
+        [
+            ("sampling:kk=3", "sampling has no option 'kk'; its options are k, temperature, verifier"),
+            ("backprompt:nonsense=1",
+             "backprompt has no option 'nonsense'; its options are verifier, feedback, max_rounds, temperature"),
+            ("sampling:k=abc", "sampling's option k needs a whole number, not 'abc'"),
+            ("sampling:k=2.5", "sampling's option k needs a whole number, not '2.5'"),
+            ("sampling:temperature=hot", "sampling's option temperature needs a number, not 'hot'"),
+            ("backprompt:max_rounds=0", "backprompt's option max_rounds must be at least 1, not '0'"),
+            ("critic:tools=maybe", "critic's option tools needs true or false, not 'maybe'"),
+            ("critic:init=foo", "critic's option init must be 'standard' or 'react', not 'foo'"),
+            ("sampling:k=0,kk=1",
+             "sampling's option k must be at least 1, not '0'; "
+             "sampling has no option 'kk'; its options are k, temperature, verifier"),
+        ],
+    )
+    def test_cli(self, spec, message):
+        assert_error(veriloop("run", "-s", spec), f"bad strategy {spec!r}: {message}")
+
+    def test_python_api(self):
+        def model(messages: Any, params: Any) -> str:
+            return "42"
+
+        def check(instance: Any, answer: str) -> bool:
+            return answer == "42"
+
+        with pytest.raises(VeriloopError) as unknown:
+            vl.correct(model, "q", check, strategy="backprompt:nonsense=1", cache=False)
+        assert str(unknown.value) == (
+            "bad strategy 'backprompt:nonsense=1': backprompt has no option 'nonsense'; "
+            "its options are verifier, feedback, max_rounds, temperature"
+        )
+        with pytest.raises(VeriloopError) as wrong_type:
+            vl.correct(model, "q", check, max_rounds="five", cache=False)
+        assert str(wrong_type.value) == (
+            "bad strategy 'backprompt': backprompt's option max_rounds needs a whole number, not 'five'"
+        )
+        with pytest.raises(VeriloopError) as spec:
+            vl.strategy("self-consistency:k=many")
+        assert str(spec.value) == (
+            "bad strategy 'self-consistency:k=many': self-consistency's option k needs a whole number, not 'many'"
+        )
+
+    def test_a_strategy_built_directly(self):
+        with pytest.raises(VeriloopError) as info:
+            STRATEGIES["best-of-n"](n=0, top_k=3)
+        assert str(info.value) == (
+            "best-of-n's option n must be at least 1, not 0; "
+            "best-of-n has no option 'top_k'; its options are n, temperature, verifier"
+        )
+
+    def test_a_check_that_builds_a_bad_verdict(self):
+        def model(messages: Any, params: Any) -> str:
+            return "42"
+
+        def check(instance: Any, answer: str) -> vl.Verdict:
+            return vl.Verdict(ok="perhaps")
+
+        with pytest.raises(VeriloopError) as info:
+            vl.correct(model, "q", check, cache=False)
+        assert str(info.value) == (
+            f"check {__name__}:TestStrategyOptions.test_a_check_that_builds_a_bad_verdict.<locals>.check built an "
+            "invalid Verdict on instance '1': Verdict's field ok needs true or false, not 'perhaps'"
+        )
