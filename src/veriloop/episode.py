@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .domains.base import Domain
 from .errors import VeriloopError
 from .models.base import Completion, GenParams, Model
+from .progress import count_calls
 from .records import CallRecord, Instance, Message, Role, RoundRecord, ToolRecord, Trajectory, Verdict
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class Episode:
     ) -> list[Completion]:
         completions = await self.model.generate(messages, params)
         check_count(self.model.name, completions, params.n)
+        count_calls(len(completions))
         for i, c in enumerate(completions):
             self.trajectory.calls.append(
                 CallRecord(

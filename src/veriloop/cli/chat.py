@@ -35,6 +35,7 @@ def chat(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """An interactive CRITIC agent in the terminal.
 
@@ -87,4 +88,4 @@ def chat(
             if question is not None:
                 break
 
-    run_on_model(ModelChoice(model, base_url, api_key, cache), session)
+    run_on_model(ModelChoice(model, base_url, api_key, cache, threads=threads), session)

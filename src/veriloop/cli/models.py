@@ -12,20 +12,16 @@ from .common import ProgressReporter, out
 
 def models_list() -> None:
     """List model packs and whether they are installed."""
-    from rich.table import Table
-
     from ..models.packs import DEFAULT_MODEL, PACKS, is_installed, pack_path
+    from ..report import fit_table
 
-    table = Table()
-    for col in ("name", "installed", "size", "description", "path"):
-        table.add_column(col)
-    for name, pack in PACKS.items():
-        label = name + (" (default)" if name == DEFAULT_MODEL else "")
-        table.add_row(
-            label, "yes" if is_installed(name) else "no", f"{pack.size / 1e6:.0f} MB", pack.description,
-            str(pack_path(name)),
-        )
-    out.print(table)
+    rows = [
+        [name + (" (default)" if name == DEFAULT_MODEL else ""), "yes" if is_installed(name) else "no",
+         f"{pack.size / 1e6:.0f} MB", pack.description, str(pack_path(name))]
+        for name, pack in PACKS.items()
+    ]
+    headers = ("name", "installed", "size", "description", "path")
+    out.print(fit_table(headers, rows, out.width, right=[False, False, True, False, False]))
 
 
 def models_install(

@@ -52,6 +52,7 @@ def selfcheck(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
     what it uses, an independent redo, and whether the redo supports it; then the
@@ -68,9 +69,10 @@ def selfcheck(
     )
 
     async def job(s: Session) -> SolutionCheck:
-        return await check_solution(s.model, question_text, solution_text, settings)
+        return await check_solution(s.model, question_text, solution_text, settings, on_progress=s.progress.update)
 
-    check, _ = run_on_model(ModelChoice(model, base_url, api_key, cache), job)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    check, _ = run_on_model(choice, job, progress="selfcheck: steps checked")
     accepted = check.confidence > threshold
     if as_json:
         print(json.dumps({**check.model_dump(), "accepted": accepted, "threshold": threshold}, ensure_ascii=False))
@@ -80,18 +82,17 @@ def selfcheck(
 
 
 def show_check(check: SolutionCheck, model: str, threshold: float, accepted: bool) -> None:
-    """The check as a table of steps and a line with the confidence."""
-    from rich.table import Table
+    """The check as a table of steps (fitted to the terminal) and a line with the confidence."""
+    from ..report import fit_table
 
-    table = Table(title=f"SelfCheck with {model}")
-    for column in ("step", "aims to", "uses", "independent redo", "result"):
-        table.add_column(column, overflow="fold")
     names = {1: "supports", 0: "not related", -1: "CONTRADICTS"}
+    rows = []
     for st in check.steps:
         uses = ", ".join([f"info {i}" for i in st.facts_used] + [f"step {i}" for i in st.steps_used]) or "-"
         result = names[st.result] + (" (unreadable)" if st.unreadable else "")
-        table.add_row(f"{st.index}. {st.text[:160]}", st.target, uses, st.regenerated[:240], result)
-    out.print(table)
+        rows.append([f"{st.index}. {st.text[:160]}", st.target, uses, st.regenerated[:240], result])
+    headers = ("step", "aims to", "uses", "independent redo", "result")
+    out.print(fit_table(headers, rows, out.width, title=f"SelfCheck with {model}", right=[False] * 5))
     capped = (
         f"; {check.steps_total - check.steps_checked} later steps not checked (--max-steps)" if check.capped else ""
     )

@@ -27,11 +27,13 @@ def verification(
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
 ) -> None:
     """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
     prompt; print accuracy, false positive and false negative rates (paper Tables 2, A2)."""
     from ..domains import get_domain
+    from ..report import print_markdown
     from ..studies.verification import game24_evaluation_table, report_table, run_verification_study, verification_table
 
     dom = get_domain(domain)
@@ -43,12 +45,12 @@ def verification(
             s.model, dom, instances, study_dir, seed=seed, critiques=critiques, on_progress=s.progress.update
         )
 
-    choice = ModelChoice(model, base_url, api_key, cache)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
     items, calls = run_on_model(choice, job, progress=f"{domain}: verification study", kept_in=study_dir)
     table = verification_table(items, [domain])
     (study_dir / "table2.md").write_text(table)
-    out.print(table, markup=False, highlight=False)
+    print_markdown(out, table)
     for table in (game24_evaluation_table(items), report_table(items, domain, "critique")):
         if table:
-            out.print(table, markup=False, highlight=False)
+            print_markdown(out, table)
     out.print(f"{len(items)} judged items, {calls} backend calls; records in {study_dir}/", highlight=False)

@@ -36,8 +36,11 @@ def _gguf_path(spec: str) -> Path:
     return path
 
 
-def load_backend(model_id: str, base_url: str | None = None, api_key: str | None = None) -> Model:
-    """The bare backend for an id, without the cache."""
+def load_backend(
+    model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None
+) -> Model:
+    """The bare backend for an id, without the cache. `threads`: llama.cpp's threads (default
+    $VERILOOP_THREADS, else the CPU count); a server model has none to set."""
     if model_id.startswith("openai/"):
         from .openai_compat import OpenAICompatModel
 
@@ -57,7 +60,7 @@ def load_backend(model_id: str, base_url: str | None = None, api_key: str | None
         from .llamacpp import LlamaCppModel
     except ImportError:
         raise VeriloopError("llama-cpp-python is not installed; run the set-up command in the README") from None
-    return LlamaCppModel(path, identity=identity, name=name)
+    return LlamaCppModel(path, identity=identity, name=name, threads=threads)
 
 
 def load_model(
@@ -66,9 +69,10 @@ def load_model(
     api_key: str | None = None,
     cache_path: Path | None = None,
     use_cache: bool = True,
+    threads: int | None = None,
 ) -> Model:
     """A backend wrapped in the call cache (unless use_cache is False)."""
-    backend = load_backend(model_id, base_url=base_url, api_key=api_key)
+    backend = load_backend(model_id, base_url=base_url, api_key=api_key, threads=threads)
     if not use_cache:
         return backend
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))
@@ -97,6 +101,7 @@ def as_model(
     api_key: str | None = None,
     cache: bool | str | Path | CallCache = True,
     concurrency: int | None = None,
+    threads: int | None = None,
 ) -> Model:
     """A Model from whatever names or wraps one:
 
@@ -109,6 +114,8 @@ def as_model(
 
     `cache`: True for the default call cache, a path or a CallCache for another, False
     for none. `concurrency` overrides how many trajectories may use the model at once.
+    `threads`: how many threads a local (llama.cpp) model computes with (default
+    $VERILOOP_THREADS, else the CPU count).
     """
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
         spec, model_name = spec
@@ -116,7 +123,7 @@ def as_model(
     if isinstance(spec, CachedModel):
         return spec
     if isinstance(spec, str):
-        backend = load_backend(spec, base_url=base_url, api_key=api_key)
+        backend = load_backend(spec, base_url=base_url, api_key=api_key, threads=threads)
     elif _is_sync_openai_client(spec):
         raise VeriloopError(
             "veriloop calls models asynchronously: give an openai.AsyncOpenAI client (or wrap your openai.OpenAI "

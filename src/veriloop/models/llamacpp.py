@@ -32,6 +32,27 @@ from .base import Completion, GenParams, TokenLogprob
 
 DEFAULT_N_CTX = 4096
 DEFAULT_N_BATCH = 64
+THREADS_ENV = "VERILOOP_THREADS"
+
+
+def thread_count(value: object, source: str) -> int:
+    """A number of threads given as `value` by `source` (an option, a variable), checked."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise VeriloopError(
+            f"{source}: the number of llama.cpp threads must be a whole number, 1 or more, not {text!r}"
+        )
+    return int(text)
+
+
+def llama_threads(threads: int | None = None) -> int:
+    """The threads llama.cpp computes with: `threads` if given, else $VERILOOP_THREADS, else
+    the CPU count. On a shared machine fewer threads than cores can be faster."""
+    if threads is not None:
+        return thread_count(threads, "threads")
+    if os.environ.get(THREADS_ENV, "").strip():
+        return thread_count(os.environ[THREADS_ENV], THREADS_ENV)
+    return max(1, os.cpu_count() or 1)
 
 
 @dataclass
@@ -85,14 +106,13 @@ def _aligned_llama_class() -> type:
 class _Loaded:
     """One weight file loaded once per process, with its own worker thread."""
 
-    _registry: dict[tuple[str, bool, int, int], _Loaded] = {}
+    _registry: dict[tuple[str, bool, int, int, int], _Loaded] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> None:
+    def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int, threads: int) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
         self._formatter: Any = None
         cls = _aligned_llama_class()
-        threads = max(1, os.cpu_count() or 1)
         try:
             self.llm = cls(
                 model_path=str(path),
@@ -125,11 +145,13 @@ class _Loaded:
         return self._formatter(messages=messages).prompt
 
     @classmethod
-    def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int) -> _Loaded:
-        key = (str(path.resolve()), logits_all, n_ctx, n_batch)
+    def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int, threads: int) -> _Loaded:
+        # The thread count is part of the key: a model asked for with other threads is
+        # loaded again rather than changing the threads under another user of the same one.
+        key = (str(path.resolve()), logits_all, n_ctx, n_batch, threads)
         with cls._registry_lock:
             if key not in cls._registry:
-                cls._registry[key] = cls(path, logits_all, n_ctx, n_batch)
+                cls._registry[key] = cls(path, logits_all, n_ctx, n_batch, threads)
             return cls._registry[key]
 
 
@@ -144,13 +166,15 @@ class LlamaCppModel:
         name: str | None = None,
         n_ctx: int = DEFAULT_N_CTX,
         n_batch: int = DEFAULT_N_BATCH,
+        threads: int | None = None,
     ) -> None:
         self.path = path
         self.identity = identity
         self.name = name or path.name
         self.n_ctx = n_ctx
         self.n_batch = n_batch
-        self._main = _Loaded.get(path, False, n_ctx, n_batch)
+        self.threads = llama_threads(threads)
+        self._main = _Loaded.get(path, False, n_ctx, n_batch, self.threads)
 
     @property
     def prompt_stats(self) -> PromptStats:
@@ -160,14 +184,15 @@ class LlamaCppModel:
         """Forget every cached prefix: the next call evaluates its prompt from scratch.
 
         Never needed for correct seeds (see the module docstring); used to show that."""
-        for loaded in (self._main, _Loaded._registry.get((str(self.path.resolve()), True, self.n_ctx, self.n_batch))):
+        scoring = _Loaded._registry.get((str(self.path.resolve()), True, self.n_ctx, self.n_batch, self.threads))
+        for loaded in (self._main, scoring):
             if loaded is not None:
                 loaded.executor.submit(loaded.llm.reset_prefix).result()
 
     def _loaded_for(self, params: GenParams) -> _Loaded:
         # Token logprobs need logits for every position (n_ctx x vocab floats), so that
         # costly variant is loaded only when a call asks for logprobs.
-        return _Loaded.get(self.path, True, self.n_ctx, self.n_batch) if params.logprobs else self._main
+        return _Loaded.get(self.path, True, self.n_ctx, self.n_batch, self.threads) if params.logprobs else self._main
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         loaded = self._loaded_for(params)
@@ -216,7 +241,7 @@ class LlamaCppModel:
 
         llama-cpp-python 0.3.36 returns wrong prompt-token logprobs with echo=True, so
         the tokens are evaluated here and the log-softmax is taken of the raw logits."""
-        loaded = _Loaded.get(self.path, True, self.n_ctx, self.n_batch)
+        loaded = _Loaded.get(self.path, True, self.n_ctx, self.n_batch, self.threads)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(loaded.executor, self._score, loaded, messages, continuation)
 

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from ..models.base import GenParams, Model
+from ..progress import count_calls
 from ..records import Message
 from .records import SolutionCheck, StepCheck
 from .scoring import LAMBDA_CONTRADICT, LAMBDA_UNRELATED, confidence
@@ -67,13 +68,17 @@ def _first_sentence(text: str, limit: int = 400) -> str:
 
 class StepChecker:
     """Checks solutions to one question. `concurrency` is how many steps may be in
-    flight at once (the backend's preferred concurrency: 1 for an in-process model)."""
+    flight at once (the backend's preferred concurrency: 1 for an in-process model).
+    `on_step(done, total)` is called as the steps of a `check_many` are checked (four
+    calls each), from (0, total) on."""
 
-    def __init__(self, ask: Ask, settings: CheckSettings | None = None, seed: int | None = 0, concurrency: int = 1) -> None:
+    def __init__(self, ask: Ask, settings: CheckSettings | None = None, seed: int | None = 0, concurrency: int = 1,
+                 on_step: Callable[[int, int], None] | None = None) -> None:
         self.ask = ask
         self.settings = settings or CheckSettings()
         self.seed = seed
         self.concurrency = max(1, concurrency)
+        self.on_step = on_step
 
     def _params(self, max_tokens: int) -> GenParams:
         return GenParams(temperature=0.0, max_tokens=max_tokens, seed=self.seed)
@@ -185,14 +190,23 @@ class StepChecker:
         facts = split_facts(question) or [question.strip() or "(no question text)"]
         gate = asyncio.Semaphore(self.concurrency)
         cap = self.settings.max_steps
+        split = [(round, split_steps(text)) for round, text in solutions]
+        total = sum(len(steps if cap is None else steps[:cap]) for _, steps in split)
+        done = 0
+        if self.on_step is not None:
+            self.on_step(done, total)
 
         async def one(steps: list[str], i: int, round: int) -> StepCheck:
+            nonlocal done
             async with gate:
-                return await self.check_step(facts, steps, i, round)
+                check = await self.check_step(facts, steps, i, round)
+            done += 1
+            if self.on_step is not None:
+                self.on_step(done, total)
+            return check
 
         plans = []
-        for round, text in solutions:
-            steps = split_steps(text)
+        for round, steps in split:
             checked = steps if cap is None else steps[:cap]
             plans.append((round, steps, [asyncio.ensure_future(one(steps, i, round)) for i in range(1, len(checked) + 1)]))
         try:
@@ -235,14 +249,18 @@ def model_ask(model: Model) -> Ask:
     """An Ask that calls a model directly, for checking outside an episode."""
 
     async def ask(messages: list[Message], params: GenParams, stage: str, round: int, step: int | None) -> str:
-        return (await model.generate(messages, params))[0].text
+        text = (await model.generate(messages, params))[0].text
+        count_calls()
+        return text
 
     return ask
 
 
 async def check_solution(model: Model, question: str, solution: str, settings: CheckSettings | None = None,
-                         seed: int | None = 0) -> SolutionCheck:
+                         seed: int | None = 0, on_progress: Callable[[int, int], None] | None = None) -> SolutionCheck:
     """SelfCheck one solution to `question` with `model`: the per-step results and the
-    solution's confidence. For wrapping your own generations in the same check."""
-    checker = StepChecker(model_ask(model), settings, seed=seed, concurrency=model.preferred_concurrency)
+    solution's confidence. For wrapping your own generations in the same check.
+    `on_progress(steps checked, steps to check)` follows the check step by step."""
+    checker = StepChecker(model_ask(model), settings, seed=seed, concurrency=model.preferred_concurrency,
+                          on_step=on_progress)
     return await checker.check(question, solution)

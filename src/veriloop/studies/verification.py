@@ -107,25 +107,32 @@ async def run_verification_study(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[JudgedItem]:
     """Judge every candidate of every instance with each judge (and critique the wrong
-    ones); returns all items of this domain in the record file, old and new."""
+    ones); returns all items of this domain in the record file, old and new.
+
+    The candidates of every instance are made first (one greedy call each), so the number
+    of judgements is known before the first: `on_progress(judged, to judge)` is called
+    from (already judged, total) on, once per judgement or critique."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / RECORDS
     items = load_records(path, JudgedItem)
     done = {i.key for i in items}
     judges = list(judges)
-    total = len(instances)
-    for n, instance in enumerate(instances, start=1):
-        candidates = await build_candidates(model, domain, instance, seed)
-        for index, candidate in enumerate(candidates):
+    work: list[tuple[Instance, int, Candidate, str]] = []
+    for instance in instances:
+        for index, candidate in enumerate(await build_candidates(model, domain, instance, seed)):
             wanted = judges + (["critique"] if critiques and not candidate.correct else [])
-            for judge in wanted:
-                if (domain.name, instance.id, index, judge) in done:
-                    continue
-                item = await judge_candidate(model, domain, instance, seed, index, candidate, judge)
-                append_record(path, item)
-                items.append(item)
+            work += [(instance, index, candidate, judge) for judge in wanted]
+    todo = [w for w in work if (domain.name, w[0].id, w[1], w[3]) not in done]
+    finished = len(work) - len(todo)
+    if on_progress:
+        on_progress(finished, len(work))
+    for instance, index, candidate, judge in todo:
+        item = await judge_candidate(model, domain, instance, seed, index, candidate, judge)
+        append_record(path, item)
+        items.append(item)
+        finished += 1
         if on_progress:
-            on_progress(n, total)
+            on_progress(finished, len(work))
     return [i for i in items if i.domain == domain.name and i.instance_id in {x.id for x in instances}]
 
 
