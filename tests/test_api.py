@@ -322,7 +322,7 @@ def test_evaluate_three_strategies_resumes_with_no_call(tmp_path):
     trajectories = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
     assert len(trajectories) == 9
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["api"] == "veriloop.evaluate" and config["check"].startswith("test_api:")
+    assert config["api"] == "veriloop.evaluate" and config["check_name"].startswith("test_api:")
 
 
 def test_evaluate_a_built_in_domain_by_name(tmp_path):

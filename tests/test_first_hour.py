@@ -138,6 +138,21 @@ def test_a_data_file_changed_in_place_is_refused(tmp_path, smollm2_path):
     assert_one_line_error(small_run(out, "--data", str(data)), "data file contents (sha256)")
 
 
+def test_evaluate_refuses_a_run_directory_made_with_other_settings(tmp_path):
+    from veriloop.errors import VeriloopError
+
+    task = vl.Task.from_records([{"q": "a"}, {"q": "b"}], prompt="{q}", check=lambda row, answer: True)
+    model = vl.model(lambda messages: "yes", identity="always-yes", name="yes-man")
+    out = tmp_path / "run"
+    vl.evaluate(task, ["standard"], model=model, out=out, cache=False)
+    with pytest.raises(VeriloopError, match=rf"{out} holds a run made with seed 0, not 1: "):
+        vl.evaluate(task, ["standard"], model=model, out=out, seed=1, cache=False)
+    with pytest.raises(VeriloopError, match=r"model yes-man \(always-yes\), not other \(other\)"):
+        vl.evaluate(task, ["standard"], model=vl.model(lambda m: "no", identity="other", name="other"), out=out,
+                    cache=False)
+    assert len(read_trajectories(out)) == 2
+
+
 def test_domain_options_are_part_of_a_run(tmp_path):
     from veriloop.errors import VeriloopError
     from veriloop.experiment.identity import check_same_run

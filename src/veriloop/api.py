@@ -208,9 +208,11 @@ async def aevaluate(
     if not strategies:
         raise VeriloopError("evaluate() needs at least one strategy")
     chosen = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in strategies]
+    # Described, not compared (experiment.identity): the command line records a task by its
+    # file and --check spec, which would never equal these labels of the same task.
     config = {
-        "task": getattr(domain, "description", domain.name),
-        "check": getattr(getattr(domain, "checker", None), "name", None),
+        "task_description": getattr(domain, "description", domain.name),
+        "check_name": getattr(getattr(domain, "checker", None), "name", None),
         "data": None if data is None else str(data),
         "data_sha256": content_sha256(data),
         "offset": offset,

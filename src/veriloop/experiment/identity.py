@@ -85,7 +85,7 @@ def check_same_run(out_dir: Path, old: Mapping[str, object], new: Mapping[str, o
     parts = [f"{SETTINGS[k]} {_describe(k, old)}, not {_describe(k, new)}" for k in differ]
     raise VeriloopError(
         f"{out_dir} holds a run made with {'; '.join(parts)}: its records would be mixed with this run's. "
-        "Choose another --out, or repeat the earlier settings to resume it"
+        "Choose another output directory (--out, or out= in Python), or repeat the earlier settings to resume it"
     )
 
 
