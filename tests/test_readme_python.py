@@ -1,6 +1,7 @@
-"""Every Python block of the README's "Use it from Python" runs as written, against the
-real SmolLM2 model and a real llama_cpp.server, each in a fresh interpreter, followed by
-assertions that pin what it must have produced."""
+"""Every Python block of the README runs as written, against the real SmolLM2 model and a
+real llama_cpp.server, each in a fresh interpreter (so a name it uses without importing
+fails), followed by assertions that pin what it must have produced. A block without an
+entry in CHECKS fails the test."""
 
 from __future__ import annotations
 
@@ -16,16 +17,12 @@ from servers import SECRET
 from veriloop.paths import models_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION = "## Use it from Python"
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
 
 def python_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(SECTION)
-    end = text.index("\n## ", start + len(SECTION))
-    return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.DOTALL)
+    return re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.MULTILINE | re.DOTALL)
 
 
 # What each block must have done, by a phrase that identifies the block.
@@ -53,9 +50,9 @@ assert check.steps_checked == 2 and len(check.steps) == 2 and 0.0 <= check.confi
 }
 
 
-def test_the_section_has_the_promised_examples():
+def test_every_python_block_has_its_checks():
     blocks = python_blocks()
-    assert len(blocks) == len(CHECKS)
+    assert len(blocks) == len(CHECKS), "a README Python block without an entry in CHECKS, or an entry without one"
     for block, phrase in zip(blocks, CHECKS):
         assert phrase in block
 
