@@ -282,34 +282,21 @@ def test_study_at_80_columns_shows_every_cell_and_reports_each_judgement(tmp_pat
                      re.M)
 
 
-def test_reproduce_self_verification_at_80_columns(tmp_path, instant_server, shared_data):
-    out = tmp_path / "sv"
-    proc = veriloop80("reproduce", "self-verification", *instant_server, "--instances", "1", "--domains", "game24",
-                      "--max-rounds", "1", "--data-root", str(shared_data), "--out", str(out),
-                      "--cache", str(tmp_path / "calls.sqlite"))
+@pytest.mark.parametrize(("command", "options", "report", "stages"), [
+    ("self-verification", ("--instances", "1", "--domains", "game24", "--max-rounds", "1"), "table1.md",
+     ("game24: Table 1: ", "game24: verification study: ")),
+    ("critic", ("--instances", "1", "--tasks", "gsm8k", "--k", "1"), "critic.md", ("gsm8k seed 0: ",)),
+    ("selfcheck", ("--questions", "1", "--solutions", "1", "--majority-cap", "1"), "selfcheck.md",
+     ("selfcheck: solutions and checks: ",)),
+])
+def test_reproduce_at_80_columns(tmp_path, instant_server, shared_data, command, options, report, stages):
+    out = tmp_path / command
+    proc = veriloop80("reproduce", command, *instant_server, *options, "--data-root", str(shared_data),
+                      "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr
     assert_fits(proc.stdout)
-    assert_every_word_shown(markdown_cells((out / "table1.md").read_text()), proc.stdout)
-    assert "game24: Table 1: " in proc.stderr and "game24: verification study: " in proc.stderr
-
-
-def test_reproduce_critic_at_80_columns(tmp_path, instant_server, shared_data):
-    out = tmp_path / "critic"
-    proc = veriloop80("reproduce", "critic", *instant_server, "--instances", "1", "--tasks", "gsm8k", "--k", "1",
-                      "--data-root", str(shared_data), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
-    assert proc.returncode == 0, proc.stderr
-    assert_fits(proc.stdout)
-    assert_every_word_shown(markdown_cells((out / "critic.md").read_text()), proc.stdout)
-
-
-def test_reproduce_selfcheck_at_80_columns(tmp_path, instant_server, shared_data):
-    out = tmp_path / "selfcheck"
-    proc = veriloop80("reproduce", "selfcheck", *instant_server, "--questions", "1", "--solutions", "1",
-                      "--majority-cap", "1", "--data-root", str(shared_data), "--out", str(out),
-                      "--cache", str(tmp_path / "calls.sqlite"))
-    assert proc.returncode == 0, proc.stderr
-    assert_fits(proc.stdout)
-    assert_every_word_shown(markdown_cells((out / "selfcheck.md").read_text()), proc.stdout)
+    assert_every_word_shown(markdown_cells((out / report).read_text()), proc.stdout)
+    assert [stage for stage in stages if stage not in proc.stderr] == []  # each stage's progress was shown
 
 
 def test_selfcheck_at_80_columns_shows_each_step_and_its_progress(tmp_path, instant_server):

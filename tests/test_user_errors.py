@@ -164,20 +164,17 @@ class TestBatchLines:
         batch, proc = verify_batch(tmp_path, GOOD_LINE + "\n" + "instance: 1 1 4 6\n")
         assert_error(proc, f"{batch}, line 2 is not JSON (Expecting value at column 1); expected {GAME24_SHAPE}")
 
-    def test_coloring_shape(self, tmp_path):
-        batch, proc = verify_batch(tmp_path, '{"answer": "0: Color1"}\n', domain="coloring")
-        shape = '{"graph": "<.col text>", "answer": "..."}'
-        assert_error(proc, f'{batch}, line 1 lacks the field "graph"; expected {shape}')
-
-    def test_planning_shape(self, tmp_path):
-        batch, proc = verify_batch(tmp_path, '{"plan": "(pick-up a)"}\n', domain="planning")
-        shape = '{"domain": "<PDDL domain text>", "problem": "<PDDL problem text>", "answer": "..."}'
-        assert_error(proc, f'{batch}, line 1 lacks the fields "domain", "problem" and "answer"; expected {shape}')
-
-    def test_blocksworld_brings_its_own_pddl_domain(self, tmp_path):
-        batch, proc = verify_batch(tmp_path, '{"answer": "pick up the red block"}\n', domain="blocksworld")
-        expected = '{"problem": "<PDDL problem text>", "answer": "..."}'
-        assert_error(proc, f'{batch}, line 1 lacks the field "problem"; expected {expected}')
+    @pytest.mark.parametrize(("domain", "line", "missing", "shape"), [
+        ("coloring", '{"answer": "0: Color1"}', 'the field "graph"', '{"graph": "<.col text>", "answer": "..."}'),
+        ("planning", '{"plan": "(pick-up a)"}', 'the fields "domain", "problem" and "answer"',
+         '{"domain": "<PDDL domain text>", "problem": "<PDDL problem text>", "answer": "..."}'),
+        # Blocksworld brings its own PDDL domain, so a line holds only the problem.
+        ("blocksworld", '{"answer": "pick up the red block"}', 'the field "problem"',
+         '{"problem": "<PDDL problem text>", "answer": "..."}'),
+    ])
+    def test_each_domain_names_its_own_shape(self, tmp_path, domain, line, missing, shape):
+        batch, proc = verify_batch(tmp_path, line + "\n", domain=domain)
+        assert_error(proc, f"{batch}, line 1 lacks {missing}; expected {shape}")
 
     def test_a_bad_instance_keeps_the_domain_s_own_words(self, tmp_path):
         batch, proc = verify_batch(tmp_path, '{"instance": "1 2 3", "answer": "1"}\n')
