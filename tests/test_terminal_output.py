@@ -393,6 +393,20 @@ def test_status_gives_units_calls_time_and_eta_from_this_stage():
     ]
 
 
+def test_work_that_calls_no_model_shows_no_call_count():
+    clock = [0.0]
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    with ProgressReporter("assembling pack (bytes)", live=False, console=console, now=lambda: clock[0],
+                          counts_calls=False) as reporter:
+        reporter.update(0, 200)
+        clock[0] = 10.0
+        reporter.update(100, 200)
+    assert console.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
+        "assembling pack (bytes): 0/200, 0:00:00, eta ?",
+        "assembling pack (bytes): 100/200, 0:00:10, eta 0:00:10",
+    ]
+
+
 def test_live_bar_line_fits_80_columns():
     console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
     clock = [0.0]

@@ -76,13 +76,14 @@ class ProgressReporter:
 
     def __init__(
         self, description: str, live: bool | None = None, plain_lines: bool = True, *,
-        console: Console | None = None, now: Callable[[], float] = time.perf_counter,
+        console: Console | None = None, now: Callable[[], float] = time.perf_counter, counts_calls: bool = True,
     ) -> None:
         self.description = description
         self.console = console or err
         self.live = self.console.is_terminal if live is None else live
         self.plain_lines = plain_lines
         self.calls = 0
+        self.counts_calls = counts_calls  # off for work that calls no model (a pack's bytes)
         self.done = 0
         self.total: int | None = None
         self._now = now
@@ -126,8 +127,8 @@ class ProgressReporter:
         show them: `12/45, 37 calls, 0:03:10, eta 0:08:40`."""
         left = self.eta()
         shown = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
-        calls = f"{self.calls} call{'' if self.calls == 1 else 's'}"
-        return f"{shown}, {calls}, {clock(self._now() - self._started)}, eta {clock(left) if left is not None else '?'}"
+        calls = f"{self.calls} call{'' if self.calls == 1 else 's'}, " if self.counts_calls else ""
+        return f"{shown}, {calls}{clock(self._now() - self._started)}, eta {clock(left) if left is not None else '?'}"
 
     def update(self, done: int, total: int | None) -> None:
         """Work done so far out of total (None: not known yet)."""

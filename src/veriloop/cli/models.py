@@ -34,7 +34,7 @@ def models_install(
     if not force and is_installed(name):
         out.print(f"{name} is installed")
         return
-    with ProgressReporter(f"assembling {name} (bytes)") as progress:
+    with ProgressReporter(f"assembling {name} (bytes)", counts_calls=False) as progress:
         path = install(name, force=force, on_bytes=progress.update, log=progress.log)
     out.print(f"{name} installed and verified: {path}")
 
