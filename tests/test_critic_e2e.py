@@ -216,6 +216,8 @@ def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, 
         assert label in md
     payload = json.loads((tmp_path / "out" / "reproduction.json").read_text())
     assert set(payload["tasks"]) == {"hotpotqa", "gsm8k", "toxicity"}
+    # Perplexity needs the llama.cpp backend's scoring, under every wrapper the command puts around it.
+    assert [label for label, row in payload["tasks"]["toxicity"].items() if row["perplexity"] is None] == []
     assert set(payload["iterations"]["hotpotqa"]) == {"CRITIC", "CRITIC*", "CRITIC w/o Tool"}
     assert (tmp_path / "out" / "iterations.png").stat().st_size > 0
     assert (tmp_path / "out" / "critic.csv").read_text().startswith("task,condition,metric,value")

@@ -109,6 +109,7 @@ def critic(
     (hallucination detection) and its iteration plots, every condition on the same model
     and cache. Writes critic.md, critic.csv, iterations.png and reproduction.json;
     resumes if interrupted."""
+    from ..models.counting import innermost
     from ..reproduce.critic import TASK_NAMES, reproduce_critic
     from ..tools.config import build_toolbox
 
@@ -117,7 +118,7 @@ def critic(
     target = out_dir or Path("runs") / f"reproduce-critic-{slug(model)}-n{instances}-seed{seed}"
 
     async def job(s: Session) -> dict[str, object]:
-        inner: Any = getattr(s.model, "inner", s.model)
+        inner: Any = innermost(s.model)  # the llama.cpp backend under the counter and the cache scores text
 
         async def perplexity_logprobs(messages: list[dict[str, str]], text: str) -> list[float]:
             return [t.logprob for t in await inner.score(messages, text)]
