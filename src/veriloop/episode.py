@@ -3,7 +3,7 @@ every call into the trajectory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .domains.base import Domain
@@ -34,6 +34,12 @@ class Episode:
     seed: int
     trajectory: Trajectory
     tools: Toolbox | None = None
+    # Calls of these roles go to another model than the generator (a judge, a critic,
+    # SelfCheck's checker); each such call record names the model that answered.
+    role_models: dict[str, Model] = field(default_factory=dict)
+
+    def model_for(self, role: Role) -> Model:
+        return self.role_models.get(role, self.model)
 
     def params(self, **overrides: object) -> GenParams:
         base = GenParams(seed=self.seed, max_tokens=self.domain.answer_tokens)
@@ -43,8 +49,9 @@ class Episode:
         self, role: Role, messages: list[Message], params: GenParams, round: int,
         stage: str | None = None, step: int | None = None,
     ) -> list[Completion]:
-        completions = await self.model.generate(messages, params)
-        check_count(self.model.name, completions, params.n)
+        model = self.model_for(role)
+        completions = await model.generate(messages, params)
+        check_count(model.name, completions, params.n)
         count_calls(len(completions))
         for i, c in enumerate(completions):
             self.trajectory.calls.append(
@@ -61,6 +68,7 @@ class Episode:
                     cached=c.cached,
                     stage=stage,
                     step=step,
+                    model=None if model is self.model else model.name,
                 )
             )
         return completions

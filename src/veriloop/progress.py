@@ -44,6 +44,15 @@ def eta_seconds(done: int, total: int | None, first_done: int, seconds: float) -
     return max(0.0, seconds * (total - done) / (done - first_done))
 
 
+def _count(n: int) -> str:
+    """A count in few characters: 950, 12.3k, 4.1M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
 class _StatusColumn(ProgressColumn):
     """Units done, model calls, time spent and time left, from the reporter's own counts."""
 
@@ -83,6 +92,7 @@ class ProgressReporter:
         self.live = self.console.is_terminal if live is None else live
         self.plain_lines = plain_lines
         self.calls = 0
+        self.tokens = 0  # counted by an experiment's metered models; shown once some are
         self.counts_calls = counts_calls  # off for work that calls no model (a pack's bytes)
         self.done = 0
         self.total: int | None = None
@@ -115,6 +125,10 @@ class ProgressReporter:
         """Count `n` model samples that came back (the live bar shows the count at once)."""
         self.calls += n
 
+    def tokens_done(self, n: int) -> None:
+        """Count `n` tokens (prompt and completion) of the calls that came back."""
+        self.tokens += n
+
     def eta(self) -> float | None:
         """Seconds left in this stage at the pace of its units so far (None: not known yet)."""
         if self._pace_from is None:
@@ -128,6 +142,8 @@ class ProgressReporter:
         left = self.eta()
         shown = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
         calls = f"{self.calls} call{'' if self.calls == 1 else 's'}, " if self.counts_calls else ""
+        if self.tokens:
+            calls += f"{_count(self.tokens)} tok, "
         return f"{shown}, {calls}{clock(self._now() - self._started)}, eta {clock(left) if left is not None else '?'}"
 
     def update(self, done: int, total: int | None) -> None:

@@ -83,6 +83,9 @@ class CallRecord(BaseModel):
     # solution (its round) and step the call checked.
     stage: str | None = None
     step: int | None = None
+    # The model that answered, when a role was given to another model than the generator
+    # (the trajectory's `model`); None: the generator.
+    model: str | None = None
 
 
 class ToolRecord(BaseModel):

@@ -9,7 +9,7 @@ import sys
 import typer
 
 from ..errors import VeriloopError
-from . import chat, models, reproduce, run, selfcheck, study, tools, verify
+from . import chat, evaluate, models, reproduce, run, selfcheck, study, tools, verify
 
 
 def _typer(help: str, short_help: str | None = None) -> typer.Typer:
@@ -36,6 +36,9 @@ tools_app = _typer(
 # A short help where the docstring's first sentence is longer than a command list's line in 80 columns.
 app.command("run", cls=run.RunCommand, short_help="Run strategies and print accuracy, rounds, calls, tokens, time.")(
     run.run
+)
+app.command("eval", short_help="Run an experiment file: models x domains x strategies x seeds.")(
+    evaluate.eval_command
 )
 app.command("verify")(verify.verify)
 app.add_typer(models_app, name="models")

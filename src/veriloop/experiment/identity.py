@@ -34,6 +34,7 @@ SETTINGS: dict[str, str] = {
     "check": "check function",
     "reference_field": "reference field",
     "id_field": "id field",
+    "roles": "models given roles (judge, critic, checker)",
 }
 
 

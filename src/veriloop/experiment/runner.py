@@ -66,12 +66,15 @@ def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
 
 
 async def run_episode(
-    model: Model, domain: Domain, strategy: Strategy, instance: Instance, seed: int, tools: Toolbox | None = None
+    model: Model, domain: Domain, strategy: Strategy, instance: Instance, seed: int, tools: Toolbox | None = None,
+    role_models: Mapping[str, Model] | None = None,
 ) -> Trajectory:
     """One strategy on one instance, timed; a conversation that outgrows the context ends
-    the trajectory (stop reason context_overflow) with its last answer."""
+    the trajectory (stop reason context_overflow) with its last answer. `role_models`
+    hands roles (verify, critique, check) to other models than the generator."""
     t = Trajectory(strategy=strategy.canonical, domain=domain.name, model=model.name, instance_id=instance.id, seed=seed)
-    episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools)
+    episode = Episode(model=model, domain=domain, instance=instance, seed=seed, trajectory=t, tools=tools,
+                      role_models=dict(role_models or {}))
     started = time.perf_counter()
     try:
         await strategy.run(episode)
@@ -92,19 +95,21 @@ async def run_experiment(
     config: Mapping[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     tools: Toolbox | None = None,
+    role_models: Mapping[str, Model] | None = None,
 ) -> RunResult:
     """Run every strategy on every instance not already finished in `out_dir`, append each
     trajectory as it finishes and write the summary. `config` holds the settings that
     define the run (see experiment.identity); a directory made with other ones is refused.
     `backend_calls` in the result counts the samples generated for this run's new
-    trajectories (not the ones replayed from the cache), whatever the model."""
+    trajectories (not the ones replayed from the cache), whatever the model. `role_models`
+    gives roles to other models (see run_episode); their identities are part of the run."""
     started = time.perf_counter()
     for strategy in strategies:
         strategy.check_domain(domain)
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_config(out_dir, {
         "model_name": model.name, **(config or {}), "model_identity": model.identity, "domain": domain.name,
-        "seed": seed,
+        "seed": seed, "roles": {r: m.identity for r, m in sorted((role_models or {}).items())},
     })
     traj_path = out_dir / TRAJECTORIES
     done = {t.key: t for t in load_trajectories(traj_path)}
@@ -122,7 +127,7 @@ async def run_experiment(
     async def one(strategy: Strategy, instance: Instance) -> None:
         nonlocal finished
         async with semaphore:
-            t = await run_episode(model, domain, strategy, instance, seed, tools)
+            t = await run_episode(model, domain, strategy, instance, seed, tools, role_models)
         async with write_lock:
             append_record(traj_path, t)
             new.append(t)

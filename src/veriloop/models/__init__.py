@@ -37,14 +37,18 @@ def _gguf_path(spec: str) -> Path:
 
 
 def load_backend(
-    model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None
+    model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None,
+    context: int | None = None, concurrency: int | None = None,
 ) -> Model:
     """The bare backend for an id, without the cache. `threads`: llama.cpp's threads (default
-    $VERILOOP_THREADS, else the CPU count); a server model has none to set."""
+    $VERILOOP_THREADS, else the CPU count) and `context` its context size in tokens; a
+    server model has neither to set. `concurrency`: trajectories at once on the model."""
     if model_id.startswith("openai/"):
         from .openai_compat import OpenAICompatModel
 
-        return OpenAICompatModel(model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key)
+        return OpenAICompatModel(
+            model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key, concurrency=concurrency or 8
+        )
     spec = model_id.removeprefix("llamacpp/")
     if spec in PACKS:
         path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
@@ -60,7 +64,10 @@ def load_backend(
         from .llamacpp import LlamaCppModel
     except ImportError:
         raise VeriloopError("llama-cpp-python is not installed; run the set-up command in the README") from None
-    return LlamaCppModel(path, identity=identity, name=name, threads=threads)
+    model = LlamaCppModel(path, identity=identity, name=name, threads=threads, **({"n_ctx": context} if context else {}))
+    if concurrency is not None:
+        model.preferred_concurrency = concurrency
+    return model
 
 
 def load_model(
@@ -70,9 +77,13 @@ def load_model(
     cache_path: Path | None = None,
     use_cache: bool = True,
     threads: int | None = None,
+    context: int | None = None,
+    concurrency: int | None = None,
 ) -> Model:
     """A backend wrapped in the call cache (unless use_cache is False)."""
-    backend = load_backend(model_id, base_url=base_url, api_key=api_key, threads=threads)
+    backend = load_backend(
+        model_id, base_url=base_url, api_key=api_key, threads=threads, context=context, concurrency=concurrency
+    )
     if not use_cache:
         return backend
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))

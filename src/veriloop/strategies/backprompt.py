@@ -5,7 +5,7 @@ from pydantic import Field
 from ..episode import Episode
 from ..feedback import render_feedback
 from ..verifiers import get_verifier
-from .base import FeedbackLevel, Strategy, VerifierSpec, attempt
+from .base import FeedbackLevel, Strategy, VerifierSpec, attempt, verifier_calls
 
 
 class Backprompt(Strategy):
@@ -19,6 +19,11 @@ class Backprompt(Strategy):
     feedback: FeedbackLevel = "first"
     max_rounds: int = Field(15, ge=1)
     temperature: float = 0.0
+
+    def calls_per_instance(self) -> int | None:
+        judge = verifier_calls(self.verifier)
+        critiques = self.max_rounds - 1 if self.feedback == "llm" else 0
+        return None if judge is None else self.max_rounds * (1 + judge) + critiques
 
     async def run(self, episode: Episode) -> None:
         verifier = get_verifier(self.verifier)

@@ -83,8 +83,21 @@ class Strategy(BaseModel):
                     "give it a check function (--check on the command line) or use verifier=llm"
                 )
 
+    def calls_per_instance(self) -> int | None:
+        """At most this many model calls on one instance (for `eval --dry-run`'s estimate);
+        None when it depends on the answers (tool loops, step counts)."""
+        return None
+
     async def run(self, episode: Episode) -> None:
         raise NotImplementedError
+
+
+def verifier_calls(verifier: object) -> int | None:
+    """Model calls one verification costs: none for the domain's own check or a function,
+    one for an LLM judge, unknown (None) for the tool-using and step-by-step ones."""
+    if not isinstance(verifier, str):
+        return 0 if isinstance(verifier, FunctionCheck) else None
+    return {"sound": 0, "llm": 1, "llm-cot": 1}.get(verifier.partition("@")[0])
 
 
 def _fmt(value: object) -> str:

@@ -5,7 +5,7 @@ from pydantic import Field
 from ..episode import Episode
 from ..records import Verdict
 from ..verifiers import get_verifier
-from .base import Strategy, VerifierSpec
+from .base import Strategy, VerifierSpec, verifier_calls
 
 
 def rank(verdict: Verdict) -> tuple[bool, float]:
@@ -24,6 +24,10 @@ class BestOfN(Strategy):
     n: int = Field(5, ge=1)
     temperature: float = 1.0
     verifier: VerifierSpec = "sound"
+
+    def calls_per_instance(self) -> int | None:
+        judge = verifier_calls(self.verifier)
+        return None if judge is None else self.n * (1 + judge)
 
     async def run(self, episode: Episode) -> None:
         verifier = get_verifier(self.verifier)

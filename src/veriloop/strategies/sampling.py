@@ -4,7 +4,7 @@ from pydantic import Field
 
 from ..episode import Episode
 from ..verifiers import get_verifier
-from .base import Strategy, VerifierSpec, attempt
+from .base import Strategy, VerifierSpec, attempt, verifier_calls
 
 
 class Sampling(Strategy):
@@ -14,6 +14,10 @@ class Sampling(Strategy):
     k: int = Field(15, ge=1)
     temperature: float = 1.0
     verifier: VerifierSpec = "sound"
+
+    def calls_per_instance(self) -> int | None:
+        judge = verifier_calls(self.verifier)
+        return None if judge is None else self.k * (1 + judge)
 
     async def run(self, episode: Episode) -> None:
         verifier = get_verifier(self.verifier)

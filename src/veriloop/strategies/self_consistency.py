@@ -15,6 +15,9 @@ class SelfConsistency(Strategy):
     k: int = Field(15, ge=1)
     temperature: float = 1.0
 
+    def calls_per_instance(self) -> int:
+        return self.k
+
     async def run(self, episode: Episode) -> None:
         messages = episode.domain.prompt(episode.instance)
         params = episode.params(temperature=self.temperature, n=self.k)

@@ -59,7 +59,7 @@ class SelfCheck(Strategy):
             settings = CheckSettings(lambda_contradict=self.lambda_contradict, lambda_unrelated=self.lambda_unrelated,
                                      max_steps=self.max_steps)
             checker = StepChecker(episode_ask(episode), settings, seed=episode.seed,
-                                  concurrency=episode.model.preferred_concurrency)
+                                  concurrency=episode.model_for("check").preferred_concurrency)
             question = question_text(domain, instance)
             solutions = list(enumerate(texts, start=1))
             if self.checker == "global":

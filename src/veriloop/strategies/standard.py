@@ -11,6 +11,9 @@ class Standard(Strategy):
     temperature: float = 0.0
     top_p: float | None = None  # None: no nucleus cut (1.0)
 
+    def calls_per_instance(self) -> int:
+        return 1
+
     async def run(self, episode: Episode) -> None:
         messages = episode.domain.prompt(episode.instance)
         params = episode.params(temperature=self.temperature, top_p=1.0 if self.top_p is None else self.top_p)

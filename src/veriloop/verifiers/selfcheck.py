@@ -78,7 +78,7 @@ class SelfCheckVerifier:
 
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         checker = StepChecker(episode_ask(episode), self.settings, seed=episode.seed,
-                              concurrency=episode.model.preferred_concurrency)
+                              concurrency=episode.model_for("check").preferred_concurrency)
         question = question_text(episode.domain, episode.instance)
         if self.checker == "global":
             check = await checker.check_global(question, text, round)

@@ -1,0 +1,147 @@
+"""`veriloop eval`: an experiment file's matrix of cells, one results table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import VeriloopError
+from .common import Opt, _exit_interrupted, err, interrupts_deferred, out
+
+
+def eval_command(
+    experiment: Annotated[str | None, typer.Argument(
+        metavar="EXPERIMENT", help="An experiment file (.toml), or the name of a shipped one (see --list)."
+    )] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", help="Experiment directory (resumable; one run directory per cell). Default: runs/eval-NAME."
+    )] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="List the cells, their instances and a call/token estimate; run nothing."
+    )] = False,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", metavar="KEY=VALUE",
+        help="Override a key of the file, repeatable: n=5, seeds=[0,1], models.main.id=qwen2.5-coder-1.5b, "
+        "domains.0.n=3, budget.max_calls=100 (VALUE read as TOML, else as text).",
+    )] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the shipped experiment files and exit.")] = False,
+    cache: Opt.Cache = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+) -> None:
+    """Run an experiment written as a file: models x domains (or tasks) x strategies x
+    seeds, with roles (a judge, critic or checker model apart from the generator),
+    budgets and include/exclude rules. Each cell is a resumable run directory under
+    --out; the results go to results.csv, results.md and results.json (one row per cell),
+    frontier.png (accuracy against tokens, Pareto front) and, in results.md, each
+    strategy's accuracy at matched token budgets. A finished experiment re-runs with no
+    model call; after a budget stop, raise the cap and run again to continue.
+
+    The file format is in the README ("Experiments as files")."""
+    from ..experiment.spec import describe, find_experiment, load_experiment, shipped_experiments
+
+    if list_:
+        for name, path in shipped_experiments().items():
+            _, about = describe(path)
+            out.print(f"{name}: {about}", highlight=False)
+            out.print(f"  {path}", highlight=False)
+        return
+    if experiment is None:
+        raise VeriloopError("give an experiment file (or a shipped name: veriloop eval --list)")
+    spec = load_experiment(find_experiment(experiment), set_ or [])
+    run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache, use_cache=not no_cache)
+
+
+def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, cache: Path | None = None,  # type: ignore[no-untyped-def]
+                        use_cache: bool = True, title: str | None = None):
+    """Plan, (dry-run or) run and report an experiment; returns the EvalResult (None for a dry run)."""
+    import asyncio
+
+    from ..experiment.engine import Progress, load_models, plan, run_eval
+    from ..progress import ProgressReporter
+    from .common import slug
+
+    target = out_dir or Path("runs") / f"eval-{slug(spec.name)}"
+    plans = plan(spec, target)
+    if dry_run:
+        print_plan(spec, plans, target)
+        return None
+    names = spec.models_used([p.cell for p in plans if p.finished() < p.planned]) or []
+    with interrupts_deferred() as interrupted:
+        models = load_models(spec, names, cache_path=cache, use_cache=use_cache)
+    if interrupted.is_set():
+        _exit_interrupted(target, "while the models were loading; nothing was run")
+    reporter = ProgressReporter(f"{spec.name}")
+    progress = Progress(update=reporter.update_stage, tokens=reporter.tokens_done)
+
+    async def go():  # type: ignore[no-untyped-def]
+        try:
+            with reporter:
+                return await run_eval(spec, target, models, progress, plans)
+        finally:
+            for m in models.values():
+                await m.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except KeyboardInterrupt:
+        _exit_interrupted(target)
+    print_results(spec, result, title)
+    return result
+
+
+def print_plan(spec, plans, target: Path) -> None:  # type: ignore[no-untyped-def]
+    from ..experiment.engine import estimate
+    from ..report import fit_table
+
+    rows = []
+    calls_total: int | None = 0
+    tokens_total: int | None = 0
+    for p in plans:
+        e = estimate(p)
+        roles = ", ".join(f"{role.removesuffix('_model')}={name}" for role, name in p.cell.roles) or "-"
+        rows.append([p.cell.model, p.cell.domain, p.cell.strategy, str(p.cell.seed), roles,
+                     f"{p.finished()}/{p.planned}", "?" if e.calls is None else str(e.calls),
+                     "?" if e.tokens is None else str(e.tokens)])
+        calls_total = None if calls_total is None or e.calls is None else calls_total + e.calls
+        tokens_total = None if tokens_total is None or e.tokens is None else tokens_total + e.tokens
+    headers = ["model", "domain", "strategy", "seed", "roles", "done/instances", "calls (at most)", "tokens (about)"]
+    out.print(fit_table(headers, rows, out.width, title=f"{spec.name}: {len(plans)} cells in {target}/"))
+    known = "" if calls_total is not None else " (cells marked ? not counted: their calls depend on the answers)"
+    out.print(
+        f"{len(plans)} cells, {sum(p.planned - p.finished() for p in plans)} trajectories to run: at most "
+        f"{_known(calls_total, plans, 'calls')} calls, about {_known(tokens_total, plans, 'tokens')} tokens{known}",
+        highlight=False,
+    )
+
+
+def _known(total: int | None, plans, what: str) -> str:  # type: ignore[no-untyped-def]
+    from ..experiment.engine import estimate
+
+    if total is not None:
+        return str(total)
+    values = [getattr(estimate(p), what) for p in plans]
+    return str(sum(v for v in values if v is not None)) + "+"
+
+
+def print_results(spec, result, title: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    from ..experiment.results import TABLE_HEADERS, cell_result, table_rows
+    from ..report import fit_table
+
+    rows = [cell_result(spec, p) for p in result.plans]
+    out.print(fit_table(TABLE_HEADERS, table_rows(rows), out.width, title=title or f"{spec.name}: {len(rows)} cells"))
+    if result.stopped:
+        err.print(f"stopped: {result.stopped}", highlight=False)
+    if result.incomplete_cells:
+        err.print(
+            f"{len(result.incomplete_cells)} incomplete cell(s): {'; '.join(result.incomplete_cells)}. Raise the cap "
+            "(in the file or with --set budget.max_calls=..., cell_budget...) and run again to continue.",
+            highlight=False,
+        )
+    out.print(
+        f"{result.new_trajectories} new trajectories, {result.backend_calls} backend calls, "
+        f"{result.wall_seconds:.1f} s; results in {result.out_dir}/ (results.csv, results.md, results.json"
+        f"{', frontier.png' if (result.out_dir / 'frontier.png').exists() else ''})",
+        highlight=False,
+    )

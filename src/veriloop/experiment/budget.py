@@ -1,0 +1,110 @@
+"""Budgets: caps on the calls, tokens and dollars an experiment and each of its cells spend.
+
+What counts is what the records hold: every call of every trajectory, whether the cache
+answered it or not. So a budget stops at the same place on any machine and with any
+cache state, and what a finished trajectory spent is known from its record alone. A
+budget is checked before each call: no call starts once a cap is reached (a call that
+starts under a token or dollar cap may end above it). The trajectory that was running
+is dropped, not recorded; its calls are in the cache, so a later run with a higher cap
+replays them instead of asking the backend again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..errors import VeriloopError
+from ..models.base import Completion, GenParams, Model
+from ..records import Message, Trajectory
+from .spec import Budget
+
+
+class BudgetReached(VeriloopError):
+    """A cap was reached; `scope` is "experiment" or "cell"."""
+
+    def __init__(self, scope: str, message: str) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.usd += other.usd
+
+
+def usage_of(trajectories: Iterable[Trajectory], usd: Callable[[str, int, int], float]) -> Usage:
+    """What the trajectories' calls spent; `usd(role, prompt_tokens, completion_tokens)`
+    prices a call by the model that played its role."""
+    total = Usage()
+    for t in trajectories:
+        for call in t.calls:
+            total.add(Usage(1, call.prompt_tokens, call.completion_tokens,
+                            usd(call.role, call.prompt_tokens, call.completion_tokens)))
+    return total
+
+
+@dataclass
+class Meter:
+    """Usage against a budget, for one scope (the experiment, or one cell)."""
+
+    scope: str
+    budget: Budget
+    used: Usage
+
+    def check(self) -> None:
+        b, u = self.budget, self.used
+        reached = (
+            ("calls", b.max_calls, u.calls) if b.max_calls is not None and u.calls >= b.max_calls else
+            ("tokens", b.max_tokens, u.tokens) if b.max_tokens is not None and u.tokens >= b.max_tokens else
+            ("usd", b.max_usd, u.usd) if b.max_usd is not None and u.usd >= b.max_usd else None
+        )
+        if reached:
+            what, cap, spent = reached
+            shown = f"${spent:.4f} of ${cap}" if what == "usd" else f"{spent} of {cap} {what}"
+            raise BudgetReached(self.scope, f"the {self.scope} budget is spent ({shown}; max_{what})")
+
+
+class MeteredModel:
+    """A model whose calls are charged to meters and refused once one is spent. `price`
+    gives a call's dollars from its prompt and completion tokens."""
+
+    def __init__(self, inner: Model, meters: list[Meter], price: Callable[[int, int], float],
+                 on_tokens: Callable[[int], None] | None = None) -> None:
+        self.inner = inner
+        self.backend = inner.backend
+        self.identity = inner.identity
+        self.name = inner.name
+        self.preferred_concurrency = inner.preferred_concurrency
+        self.meters = meters
+        self.price = price
+        self.on_tokens = on_tokens
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        for meter in self.meters:
+            meter.check()
+        completions = await self.inner.generate(messages, params)
+        spent = Usage()
+        for c in completions:
+            spent.add(Usage(1, c.prompt_tokens, c.completion_tokens, self.price(c.prompt_tokens, c.completion_tokens)))
+        for meter in self.meters:
+            meter.used.add(spent)
+        if self.on_tokens is not None:
+            self.on_tokens(spent.tokens)
+        return completions
+
+    async def aclose(self) -> None:
+        pass  # the engine closes the models it loaded, once, after every cell

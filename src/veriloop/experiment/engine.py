@@ -1,0 +1,340 @@
+"""Run an experiment: every cell of its matrix as a resumable run directory, within budget.
+
+A cell is one generator on one domain with one strategy and seed (and the models given
+roles in it). Each is run by the ordinary runner in `DIR/<model>/<domain>/<strategy>-seedS`,
+so an interrupted experiment resumes cell by cell, trajectory by trajectory, and a
+finished one re-runs without a model call. Cells run one after the other: a cell's
+trajectories already run as many at once as its model allows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..domains.base import Domain, Instance
+from ..errors import VeriloopError
+from ..models.base import Model
+from ..records import Trajectory
+from ..strategies import Strategy, parse_strategy
+from ..tools.base import Toolbox
+from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
+from .identity import content_sha256
+from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experiment
+from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
+
+SPEC_FILE = "experiment.json"
+
+
+@dataclass
+class DomainPlan:
+    """A domain (or task) of the experiment, built, with its instances chosen."""
+
+    key: str
+    domain: Domain
+    instances: list[Instance]
+    data: str | None
+    config: dict[str, object]
+
+
+@dataclass
+class CellPlan:
+    cell: Cell
+    domain: DomainPlan
+    strategy: Strategy
+    run_dir: Path
+    config: dict[str, object]
+    recorded: list[Trajectory] = field(default_factory=list)
+
+    @property
+    def planned(self) -> int:
+        return len(self.domain.instances)
+
+    def finished(self) -> int:
+        ids = {i.id for i in self.domain.instances}
+        return len({t.instance_id for t in self.recorded if t.instance_id in ids})
+
+
+def role_of_call(call_role: str) -> str | None:
+    """The experiment role (verifier_model...) whose model answers calls of this role."""
+    return next((role for role, calls in ROLE_CALLS.items() if call_role in calls), None)
+
+
+def price_of(experiment: Experiment, cell: Cell) -> Callable[[str, int, int], float]:
+    """Dollars of a call in this cell, at the price of the model that played its role."""
+    roles = dict(cell.roles)
+
+    def usd(call_role: str, prompt_tokens: int, completion_tokens: int) -> float:
+        role = role_of_call(call_role)
+        name = roles.get(role, cell.model) if role else cell.model
+        return experiment.models[name].usd(prompt_tokens, completion_tokens)
+
+    return usd
+
+
+def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> DomainPlan:
+    """The domain object and its instances, as the cells will run them."""
+    from ..domains import get_domain
+
+    n = entry.n or experiment.n
+    where = f"{'domain' if isinstance(entry, DomainEntry) else 'task'} {entry.key}"
+    if isinstance(entry, TaskEntry):
+        from ..checks import load_check
+        from ..task import Task
+
+        file = experiment.resolve(entry.file)
+        assert file is not None
+        check = load_check(entry.check) if entry.check else None
+        domain: Domain = Task.from_jsonl(file, prompt=entry.prompt, check=check, reference_field=entry.reference_field,
+                                         id_field=entry.id_field)
+        config: dict[str, object] = {
+            "task": file, "task_sha256": content_sha256(file), "prompt": entry.prompt, "check": entry.check,
+            "reference_field": entry.reference_field, "id_field": entry.id_field, "offset": entry.offset,
+        }
+        instances = domain.load_instances(None, n=n, offset=entry.offset)
+        data = None
+    else:
+        try:
+            domain = get_domain(entry.name, **entry.options)
+        except TypeError as exc:
+            raise VeriloopError(f"{where}: bad options {entry.options}: {exc}") from None
+        data = experiment.resolve(entry.data)
+        if data is not None and not Path(data).exists():
+            if not entry.generate_if_missing:
+                raise VeriloopError(f"{where}: data {data} does not exist (paths are read from the current directory"
+                                    f"{' below data_root' if experiment.data_root else ''})")
+            data = None
+        instances = domain.load_instances(data, n=n, offset=entry.offset if data else 0)
+        config = {"data": data, "data_sha256": content_sha256(data), "offset": entry.offset if data else 0,
+                  "domain_options": entry.options}
+    if not instances:
+        raise VeriloopError(f"{where}: no instances selected (n={n}, offset={entry.offset})")
+    return DomainPlan(entry.key, domain, instances, data, config)
+
+
+def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
+    """Every cell with its domain, strategy, run directory and what it already recorded.
+    Loads data and checks each strategy against its domain, but loads no model."""
+    domains = {key: build_domain(experiment, experiment.domain_entry(key)) for key in experiment.domain_keys()}
+    defaults: dict[str, object] = {"max_rounds": experiment.max_rounds, "k": experiment.k}
+    plans = []
+    for cell in experiment.cells():
+        entry = experiment.strategy_by_name(cell.strategy)
+        assert entry is not None
+        strategy = parse_strategy(entry.spec, defaults)
+        dom = domains[cell.domain]
+        try:
+            strategy.check_domain(dom.domain)
+        except VeriloopError as exc:
+            raise VeriloopError(f"cell {cell.title}: {exc}") from None
+        model = experiment.models[cell.model]
+        config: dict[str, object] = {
+            "experiment": experiment.name,
+            "cell": {"model": cell.model, "domain": cell.domain, "strategy": cell.strategy, "seed": cell.seed,
+                     "roles": dict(cell.roles)},
+            "model": model.id, "base_url": model.base_url,
+            **dom.config,
+            "strategy_defaults": defaults,
+            "spec": {
+                "model": model.model_dump(), "domain": experiment.domain_entry(cell.domain).model_dump(),
+                "strategy": entry.model_dump(), "canonical": strategy.canonical, "seed": cell.seed,
+                "roles": {role: {"name": name, **experiment.models[name].model_dump()} for role, name in cell.roles},
+                "n": len(dom.instances), "concurrency": experiment.concurrency, "tools": experiment.tools.model_dump(),
+            },
+            "veriloop_version": __version__,
+        }
+        run_dir = out_dir / cell.directory()
+        check_run_dir(run_dir, {**config, "domain": dom.domain.name, "seed": cell.seed})
+        key = (strategy.canonical, cell.seed)
+        recorded = [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
+        plans.append(CellPlan(cell, dom, strategy, run_dir, config, recorded))
+    return plans
+
+
+@dataclass
+class Estimate:
+    calls: int | None
+    tokens: int | None
+
+
+def estimate(cell: CellPlan) -> Estimate:
+    """At most how many calls the cell's remaining instances make, and roughly how many
+    tokens (each call: the first prompt, about 4 characters a token, plus a full answer);
+    None where the strategy cannot say."""
+    left = cell.planned - cell.finished()
+    per = cell.strategy.calls_per_instance()
+    if per is None:
+        return Estimate(None, None)
+    first = cell.domain.domain.prompt(cell.domain.instances[0])
+    prompt_tokens = sum(len(m["content"]) for m in first) // 4
+    calls = left * per
+    return Estimate(calls, calls * (prompt_tokens + cell.domain.domain.answer_tokens))
+
+
+@dataclass
+class EvalResult:
+    out_dir: Path
+    plans: list[CellPlan]
+    stopped: str | None  # why the experiment stopped early (a budget), if it did
+    incomplete_cells: list[str]
+    new_trajectories: int
+    backend_calls: int
+    wall_seconds: float
+
+
+class Progress:
+    """What the engine reports: the overall trajectories done, the cell running, tokens."""
+
+    def __init__(self, update: Callable[[str, int, int], None] | None = None,
+                 tokens: Callable[[int], None] | None = None) -> None:
+        self.update = update
+        self.tokens = tokens
+
+
+def tools_for(experiment: Experiment, dom: DomainPlan) -> Toolbox | None:
+    from ..domains.base import CriticTask
+    from ..tools.config import ALL_TOOLS, ToolSettings, build_toolbox
+
+    if not isinstance(dom.domain, CriticTask):
+        return None
+    t = experiment.tools
+    settings = ToolSettings(
+        names=tuple(ALL_TOOLS), search_corpus=Path(t.search_corpus) if t.search_corpus else None,
+        search_url=t.search_url, toxicity_backend=t.toxicity, allow_unisolated=t.allow_unisolated,
+    )
+    return build_toolbox(settings, dom.domain, dom.data)
+
+
+async def run_cells(
+    experiment: Experiment, plans: list[CellPlan], models: Mapping[str, Model], progress: Progress | None = None,
+) -> tuple[str | None, int]:
+    """Run the cells in order within the budgets; return why it stopped early (None: it
+    did not) and how many trajectories were new."""
+    whole = Usage()
+    for p in plans:
+        whole.add(usage_of(p.recorded, price_of(experiment, p.cell)))
+    overall = Meter("experiment", experiment.budget, whole)
+    total = sum(p.planned for p in plans)
+    done = [p.finished() for p in plans]
+    tools: dict[str, Toolbox | None] = {}
+    new = 0
+    for index, p in enumerate(plans):
+        if p.finished() == p.planned:
+            continue
+        title = f"cell {index + 1}/{len(plans)}: {p.cell.title}"
+        cell_meter = Meter("cell", experiment.cell_budget, usage_of(p.recorded, price_of(experiment, p.cell)))
+        generator, role_models = metered_models(
+            p.cell, models, [overall, cell_meter], price_of(experiment, p.cell), progress.tokens if progress else None
+        )
+        if p.domain.key not in tools:
+            tools[p.domain.key] = tools_for(experiment, p.domain)
+
+        def report(finished: int, _total: int, i: int = index, t: str = title) -> None:
+            done[i] = finished
+            if progress and progress.update:
+                progress.update(t, sum(done), total)
+
+        before = p.finished()
+        try:
+            result = await run_experiment(
+                generator, p.domain.domain, [p.strategy], p.domain.instances, p.run_dir, seed=p.cell.seed,
+                concurrency=experiment.concurrency, config=p.config,
+                on_progress=report, tools=tools[p.domain.key], role_models=role_models,
+            )
+            new += result.new_trajectories
+        except BudgetReached as exc:
+            p.recorded = _recorded(p)
+            new += p.finished() - before
+            if exc.scope == "experiment":
+                return str(exc), new
+            continue
+        p.recorded = _recorded(p)
+    return None, new
+
+
+def metered_models(
+    cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: Callable[[str, int, int], float],
+    on_tokens: Callable[[int], None] | None,
+) -> tuple[Model, dict[str, Model]]:
+    """The cell's generator and its role models (by call role), each charging `meters`."""
+
+    def metered(name: str, call_role: str) -> MeteredModel:
+        return MeteredModel(models[name], meters, lambda pt, ct: usd(call_role, pt, ct), on_tokens=on_tokens)
+
+    role_models: dict[str, Model] = {}
+    for role, name in cell.roles:
+        for call_role in ROLE_CALLS[role]:
+            role_models[call_role] = metered(name, call_role)
+    return metered(cell.model, "generate"), role_models
+
+
+def _recorded(p: CellPlan) -> list[Trajectory]:
+    key = (p.strategy.canonical, p.cell.seed)
+    return [t for t in load_trajectories(p.run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
+
+
+def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | None = None,
+                use_cache: bool = True, given: Mapping[str, Any] | None = None) -> dict[str, Model]:
+    """The models the cells need, loaded (each once); `given` supplies model objects by
+    name instead (a user's own, or a scripted one in tests)."""
+    import os
+
+    from ..models import as_model, load_model
+
+    loaded: dict[str, Model] = {}
+    for name in names:
+        entry = experiment.models[name]
+        if given and name in given:
+            loaded[name] = as_model(given[name], cache=False)
+            continue
+        api_key = None
+        if entry.api_key_env:
+            api_key = os.environ.get(entry.api_key_env)
+            if not api_key:
+                raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
+        loaded[name] = load_model(
+            entry.id, base_url=entry.base_url, api_key=api_key, cache_path=cache_path,
+            use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
+            concurrency=entry.concurrency,
+        )
+    return loaded
+
+
+async def run_eval(
+    experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None = None,
+    plans: list[CellPlan] | None = None,
+) -> EvalResult:
+    """Run every cell (of `plans`, default: planned here) within budget, and write the
+    experiment's results files."""
+    from ..models.counting import CountingModel
+    from .results import write_results
+
+    started = time.perf_counter()
+    plans = plans if plans is not None else plan(experiment, out_dir)
+    write_spec(out_dir, experiment)
+    counted = {name: CountingModel(m) for name, m in models.items()}
+    stopped, new = await run_cells(experiment, plans, counted, progress)
+    incomplete = [p.cell.title for p in plans if p.finished() < p.planned]
+    result = EvalResult(
+        out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
+        backend_calls=sum(m.backend_calls for m in counted.values()),
+        wall_seconds=round(time.perf_counter() - started, 3),
+    )
+    write_results(experiment, result)
+    return result
+
+
+def write_spec(out_dir: Path, experiment: Experiment) -> None:
+    """The resolved experiment, beside its cells (every default filled in)."""
+    import json
+    import os
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / (SPEC_FILE + ".tmp")
+    tmp.write_text(json.dumps({"veriloop_version": __version__, **experiment.model_dump()}, indent=2) + "\n")
+    os.replace(tmp, out_dir / SPEC_FILE)
+

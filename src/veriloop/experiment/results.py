@@ -1,0 +1,184 @@
+"""An experiment's results: one row per cell (results.csv, .md, .json), the accuracy vs
+tokens frontier (frontier.png) and accuracy at matched token budgets, all computed from
+the cells' trajectories on disk, never from anything else."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ..records import Trajectory
+from .budget import usage_of
+from .metrics import summarise
+from .spec import Experiment
+
+if TYPE_CHECKING:
+    from .engine import CellPlan, EvalResult
+
+COLUMNS = (
+    "model", "domain", "strategy", "seed", "n", "accuracy", "ci_low", "ci_high", "mean_rounds", "model_calls",
+    "prompt_tokens", "completion_tokens", "seconds", "usd", "planned", "status", "verifier_model", "critic_model",
+    "checker_model", "run_dir",
+)
+
+
+class CellResult(BaseModel):
+    """One cell's figures over the trajectories it finished (`n` of `planned`)."""
+
+    model: str
+    domain: str
+    strategy: str
+    seed: int
+    n: int
+    correct: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    mean_rounds: float
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    usd: float
+    planned: int
+    status: str  # "complete" | "incomplete"
+    verifier_model: str | None = None
+    critic_model: str | None = None
+    checker_model: str | None = None
+    canonical: str
+    run_dir: str
+
+    @property
+    def tokens_per_instance(self) -> float:
+        return (self.prompt_tokens + self.completion_tokens) / self.n if self.n else 0.0
+
+
+def cell_trajectories(p: CellPlan) -> list[Trajectory]:
+    """The cell's finished trajectories of its planned instances, in instance order."""
+    by_id = {t.instance_id: t for t in p.recorded}
+    return [by_id[i.id] for i in p.domain.instances if i.id in by_id]
+
+
+def cell_result(experiment: Experiment, p: CellPlan) -> CellResult:
+    from .engine import price_of
+
+    ts = cell_trajectories(p)
+    s = summarise(p.strategy.canonical, ts)
+    roles = dict(p.cell.roles)
+    return CellResult(
+        model=p.cell.model, domain=p.cell.domain, strategy=p.cell.strategy, seed=p.cell.seed, n=s.n,
+        correct=s.correct, accuracy=s.accuracy, ci_low=s.accuracy_ci95[0], ci_high=s.accuracy_ci95[1],
+        mean_rounds=s.mean_rounds, model_calls=s.model_calls, prompt_tokens=s.prompt_tokens,
+        completion_tokens=s.completion_tokens, seconds=s.seconds, usd=usage_of(ts, price_of(experiment, p.cell)).usd,
+        planned=p.planned, status="complete" if s.n == p.planned else "incomplete",
+        verifier_model=roles.get("verifier_model"), critic_model=roles.get("critic_model"),
+        checker_model=roles.get("checker_model"), canonical=p.strategy.canonical, run_dir=str(p.run_dir),
+    )
+
+
+def csv_cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def results_csv(rows: Sequence[CellResult]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        data = row.model_dump()
+        writer.writerow([csv_cell(data[c]) for c in COLUMNS])
+    return buf.getvalue()
+
+
+TABLE_HEADERS = ("model", "domain", "strategy", "seed", "accuracy", "95% CI", "mean rounds", "calls", "tokens",
+                 "seconds", "usd", "status")
+
+
+def table_rows(rows: Sequence[CellResult]) -> list[list[str]]:
+    """The printed table's cells (results.md and the terminal show the same figures)."""
+    return [[
+        r.model, r.domain, r.strategy, str(r.seed), f"{r.correct}/{r.n} = {r.accuracy:.0%}" if r.n else "-",
+        f"{r.ci_low:.0%}-{r.ci_high:.0%}" if r.n else "-", f"{r.mean_rounds:.2f}", str(r.model_calls),
+        f"{r.prompt_tokens + r.completion_tokens}", f"{r.seconds:.1f}", f"{r.usd:.4f}",
+        "complete" if r.status == "complete" else f"incomplete {r.n}/{r.planned}",
+    ] for r in rows]
+
+
+def _markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)]
+
+
+def groups_of(plans: Sequence[CellPlan]) -> dict[tuple[str, str, int], dict[str, list[Trajectory]]]:
+    """Per (domain, model, seed): each strategy's trajectories on the instances every
+    strategy there finished (the equal-budget comparison needs the same instances)."""
+    grouped: dict[tuple[str, str, int], dict[str, list[Trajectory]]] = {}
+    for p in plans:
+        grouped.setdefault((p.cell.domain, p.cell.model, p.cell.seed), {})[p.cell.strategy] = cell_trajectories(p)
+    for key, groups in grouped.items():
+        common = set.intersection(*({t.instance_id for t in ts} for ts in groups.values()))
+        grouped[key] = {label: [t for t in ts if t.instance_id in common] for label, ts in groups.items()}
+    return grouped
+
+
+def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult]:
+    """results.csv/.md/.json, frontier.png and the matched-budget tables in the
+    experiment's directory; returns the rows."""
+    from .frontier import FrontierPanel, FrontierPoint, matched_budget_markdown, plot_frontier
+
+    out = result.out_dir
+    rows = [cell_result(experiment, p) for p in result.plans]
+    _write(out / "results.csv", results_csv(rows))
+    payload = {
+        "experiment": experiment.name, "cells": [r.model_dump() for r in rows], "stopped": result.stopped,
+        "incomplete_cells": result.incomplete_cells,
+    }
+    _write(out / "results.json", json.dumps(payload, indent=2) + "\n")
+    grouped = groups_of(result.plans)
+    panels = []
+    budget_tables = []
+    for (domain, model, seed), groups in grouped.items():
+        title = f"{domain} · {model}" + (f" · seed {seed}" if len(experiment.seeds) > 1 else "")
+        by_label = {r.strategy: r for r in rows if (r.domain, r.model, r.seed) == (domain, model, seed)}
+        points = [
+            FrontierPoint(label, by_label[label].tokens_per_instance, by_label[label].accuracy,
+                          by_label[label].ci_low, by_label[label].ci_high)
+            for label in groups if by_label[label].n
+        ]
+        if points:
+            panels.append(FrontierPanel(title, points))
+        if any(groups.values()):
+            budget_tables.append(matched_budget_markdown(title, {k: v for k, v in groups.items() if v}))
+    if panels:
+        plot_frontier(out / "frontier.png", panels)
+    lines = [f"# {experiment.name}", ""]
+    if experiment.description:
+        lines += [experiment.description.strip(), ""]
+    lines += _markdown_table(TABLE_HEADERS, table_rows(rows))
+    if result.stopped or result.incomplete_cells:
+        lines += ["", f"Stopped early: {result.stopped}." if result.stopped else "",
+                  f"Incomplete cells ({len(result.incomplete_cells)}): " + "; ".join(result.incomplete_cells) + "."]
+    lines += ["", "## Accuracy at matched token budgets", "",
+              "Accuracy vs mean tokens per instance, with the Pareto front: frontier.png.", ""]
+    lines += budget_tables
+    _write(out / "results.md", "\n".join(line for line in lines) + "\n")
+    return rows
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,553 @@
+"""An experiment as data: the typed spec that a TOML file fills, and its cells.
+
+An experiment is models x domains (or tasks) x strategies x seeds, with roles (which
+model judges, critiques or runs SelfCheck's checks, when not the generator), budgets,
+and `include` / `exclude` rules over the matrix. `Experiment` is the one source of those
+settings: `veriloop eval FILE.toml` reads it from a file, `veriloop run`'s flags fill the
+same classes, and each cell's run directory records the resolved cell in config.json.
+
+Relative paths (`data`, `file`, `check` files, `data_root`) are read from the directory
+veriloop runs in, like the paths of the command line's flags; with `data_root`, the
+`data` and `file` paths of domains and tasks are read below it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import VeriloopError
+
+# The roles a cell can give to another model, and the call roles (records.Role) each covers.
+ROLE_CALLS: dict[str, tuple[str, ...]] = {
+    "verifier_model": ("verify",),  # an LLM verifier's judgements (verifier=llm, critic's tool-using checks)
+    "critic_model": ("critique",),  # the free-text critique of feedback=llm
+    "checker_model": ("check",),  # SelfCheck's step-by-step checks
+}
+MATRIX_KEYS = ("model", "domain", "strategy", "seed")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SpecError(ValueError):
+    """A value that is wrong in the context of the whole file, with the key path it is at
+    (so the message can point at its line)."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class Prices(_Strict):
+    """US dollars per million tokens."""
+
+    prompt: float = Field(0.0, ge=0)
+    completion: float = Field(0.0, ge=0)
+
+
+class Roles(_Strict):
+    """Which model (a name under [models]) plays each role; unset: the generator itself."""
+
+    verifier_model: str | None = None
+    critic_model: str | None = None
+    checker_model: str | None = None
+
+    def given(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in ROLE_CALLS if getattr(self, k) is not None}
+
+
+class ModelEntry(Roles):
+    """One model: its id as on the command line (a pack, a .gguf path, openai/NAME), how to
+    reach it, its price, and roles overriding [roles] in the cells where it generates."""
+
+    id: str
+    base_url: str | None = None
+    api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
+    concurrency: int | None = Field(None, ge=1)
+    context: int | None = Field(None, ge=128)
+    threads: int | None = Field(None, ge=1)
+    cache: bool = True
+    price: Prices = Field(default_factory=lambda: Prices.model_validate({}))
+
+    def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.price.prompt + completion_tokens * self.price.completion) / 1e6
+
+
+class DomainEntry(_Strict):
+    """A built-in domain: its name, instances (data file, offset, n) and options."""
+
+    name: str
+    label: str | None = None
+    data: str | None = None
+    offset: int = Field(0, ge=0)
+    n: int | None = Field(None, ge=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+    # A reproduction's data may be absent (then the domain generates its instances).
+    generate_if_missing: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from ..domains import DOMAINS
+
+        if name not in DOMAINS:
+            raise ValueError(f"unknown domain {name!r}; choose one of: {', '.join(DOMAINS)}")
+        return name
+
+
+class TaskEntry(_Strict):
+    """Your own task: a JSONL file, a prompt template over its fields and a check."""
+
+    file: str
+    prompt: str
+    check: str | None = None
+    reference_field: str | None = None
+    id_field: str | None = None
+    label: str | None = None
+    offset: int = Field(0, ge=0)
+    n: int | None = Field(None, ge=1)
+
+    @property
+    def key(self) -> str:
+        return self.label or f"task-{Path(self.file).stem}"
+
+
+class StrategyEntry(_Strict):
+    """A strategy spec as on the command line, with the label results show (default: the spec)."""
+
+    spec: str
+    label: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.label or self.spec
+
+    @field_validator("spec")
+    @classmethod
+    def _parses(cls, spec: str) -> str:
+        from ..strategies import parse_strategy
+
+        try:
+            parse_strategy(spec)
+        except VeriloopError as exc:
+            raise ValueError(str(exc)) from None
+        return spec
+
+
+class Budget(_Strict):
+    """Caps on what is spent: model calls, tokens (prompt + completion) and dollars. Every
+    call a cell's trajectories record counts, answered by the cache or not, so a budget
+    stops at the same place on every machine."""
+
+    max_calls: int | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=0)
+    max_usd: float | None = Field(None, ge=0)
+
+    def is_set(self) -> bool:
+        return any(v is not None for v in self.model_dump().values())
+
+
+class Rule(_Strict):
+    """Cells to add (include) or drop (exclude): every key given must match; a key left
+    out matches everything (in an include: adds the cell for each of its values)."""
+
+    model: str | list[str] | None = None
+    domain: str | list[str] | None = None
+    strategy: str | list[str] | None = None
+    seed: int | list[int] | None = None
+
+    def values(self, key: str) -> list[Any] | None:
+        value = getattr(self, key)
+        return None if value is None else value if isinstance(value, list) else [value]
+
+
+class ToolsEntry(_Strict):
+    """Settings of the tools CRITIC's verifier calls (only the CRITIC domains use them)."""
+
+    search_corpus: str | None = None
+    search_url: str | None = None
+    toxicity: str = "offline"
+    allow_unisolated: bool = False
+
+
+class Experiment(_Strict):
+    """The whole experiment. `generators` lists the models that generate (default: every
+    model not named by a role), `n`, `max_rounds` and `k` are the defaults for domains
+    and strategies that leave them unset."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    models: dict[str, ModelEntry] = Field(min_length=1)
+    generators: list[str] | None = None
+    roles: Roles = Field(default_factory=Roles)
+    domains: list[DomainEntry] = Field(default_factory=list)
+    tasks: list[TaskEntry] = Field(default_factory=list)
+    strategies: list[StrategyEntry] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    n: int = Field(10, ge=1)
+    max_rounds: int = Field(5, ge=1)
+    k: int = Field(5, ge=1)
+    concurrency: int | None = Field(None, ge=1)
+    data_root: str | None = None
+    budget: Budget = Field(default_factory=lambda: Budget.model_validate({}))
+    cell_budget: Budget = Field(default_factory=lambda: Budget.model_validate({}))
+    include: list[Rule] = Field(default_factory=list)
+    exclude: list[Rule] = Field(default_factory=list)
+    tools: ToolsEntry = Field(default_factory=ToolsEntry)
+    # A paper's own tables, computed from the cells after they ran (see experiment.reports).
+    report: str | None = None
+    report_options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _specs(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"spec": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _names(self) -> Experiment:
+        names = list(self.models)
+        for role, model in self.roles.given().items():
+            _known_model(model, names, ("roles", role))
+        for key, entry in self.models.items():
+            for role, model in entry.given().items():
+                _known_model(model, names, ("models", key, role))
+        for model in self.generators or []:
+            _known_model(model, names, ("generators",))
+        if not self.generator_names():
+            raise SpecError(("roles",), "no model generates: every model is named by a role; list the generating "
+                            "ones in generators = [...]")
+        if not self.domains and not self.tasks:
+            raise SpecError((), "an experiment needs at least one [[domains]] or [[tasks]] entry")
+        _unique([d.key for d in self.domains] + [t.key for t in self.tasks], "domain/task label", ("domains",))
+        _unique([s.key for s in self.strategies], "strategy label", ("strategies",))
+        for kind, rules in (("include", self.include), ("exclude", self.exclude)):
+            for i, rule in enumerate(rules):
+                self._check_rule(rule, (kind, i))
+        return self
+
+    def _check_rule(self, rule: Rule, where: tuple[str | int, ...]) -> None:
+        known = {
+            "model": list(self.models),
+            "domain": self.domain_keys(),
+            "strategy": [s.key for s in self.strategies],
+        }
+        for key, valid in known.items():
+            for value in rule.values(key) or []:
+                if value not in valid and not (key == "strategy" and self.strategy_by_name(value)):
+                    raise SpecError((*where, key), f"unknown {key} {value!r}; choose one of: {', '.join(valid)}")
+
+    def generator_names(self) -> list[str]:
+        if self.generators is not None:
+            return list(self.generators)
+        judges = set(self.roles.given().values()) | {m for e in self.models.values() for m in e.given().values()}
+        return [name for name in self.models if name not in judges]
+
+    def domain_keys(self) -> list[str]:
+        return [d.key for d in self.domains] + [t.key for t in self.tasks]
+
+    def domain_entry(self, key: str) -> DomainEntry | TaskEntry:
+        entries: list[DomainEntry | TaskEntry] = [*self.domains, *self.tasks]
+        return next(e for e in entries if e.key == key)
+
+    def strategy_by_name(self, name: str) -> StrategyEntry | None:
+        """A strategy by its label, or its spec as written."""
+        return next((s for s in self.strategies if name in (s.key, s.spec)), None)
+
+    def roles_for(self, generator: str) -> dict[str, str]:
+        """Role -> model name in the cells where `generator` generates (only roles given to
+        another model than the generator itself)."""
+        roles = {**self.roles.given(), **self.models[generator].given()}
+        return {role: model for role, model in roles.items() if model != generator}
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the matrix, the exclude rules applied, then the include rules'
+        cells added (each once), in the file's order: model, domain, strategy, seed."""
+        axes: dict[str, list[Any]] = {
+            "model": self.generator_names(),
+            "domain": self.domain_keys(),
+            "strategy": [s.key for s in self.strategies],
+            "seed": list(self.seeds),
+        }
+        found: list[Cell] = []
+        for combo in _product(axes):
+            if not any(_matches(rule, combo, self) for rule in self.exclude):
+                found.append(self._cell(combo))
+        for rule in self.include:
+            picked: dict[str, list[Any]] = {key: rule.values(key) or axes[key] for key in MATRIX_KEYS}
+            picked["strategy"] = [entry.key for s in picked["strategy"] if (entry := self.strategy_by_name(s))]
+            for combo in _product(picked):
+                cell = self._cell(combo)
+                if cell not in found:
+                    found.append(cell)
+        return found
+
+    def _cell(self, combo: Mapping[str, Any]) -> Cell:
+        return Cell(combo["model"], combo["domain"], combo["strategy"], int(combo["seed"]),
+                    tuple(sorted(self.roles_for(combo["model"]).items())))
+
+    def models_used(self, cells: Iterable[Cell]) -> list[str]:
+        """The models the cells need (generators and role models), in [models] order."""
+        used = {c.model for c in cells} | {m for c in cells for _, m in c.roles}
+        return [name for name in self.models if name in used]
+
+    def instances_for(self, key: str) -> int:
+        entry = self.domain_entry(key)
+        return entry.n or self.n
+
+    def resolve(self, path: str | None) -> str | None:
+        """A domain's or task's data path, below data_root when one is given."""
+        if path is None or self.data_root is None or Path(path).is_absolute():
+            return path
+        return str(Path(self.data_root) / path)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix: a generator on a domain (or task) with a strategy and a
+    seed, and the models given roles in it."""
+
+    model: str
+    domain: str
+    strategy: str
+    seed: int
+    roles: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def title(self) -> str:
+        return f"{self.model} · {self.domain} · {self.strategy} · seed {self.seed}"
+
+    def directory(self) -> Path:
+        """Where the cell's run directory sits under the experiment's directory."""
+        return Path(_slug(self.model)) / _slug(self.domain) / f"{_slug(self.strategy)}-seed{self.seed}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("_") or "_"
+
+
+def _known_model(name: str, names: list[str], where: tuple[str | int, ...]) -> None:
+    if name not in names:
+        raise SpecError(where, f"no model {name!r} under [models]; the models are: {', '.join(names)}")
+
+
+def _unique(keys: list[str], what: str, where: tuple[str | int, ...]) -> None:
+    seen = [k for i, k in enumerate(keys) if k in keys[:i]]
+    if seen:
+        raise SpecError(where, f"two entries have the {what} {seen[0]!r}; give one of them a label = \"...\"")
+
+
+def _product(axes: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    combos: list[dict[str, Any]] = [{}]
+    for key in MATRIX_KEYS:
+        combos = [{**c, key: v} for c in combos for v in axes[key]]
+    return combos
+
+
+def _matches(rule: Rule, combo: Mapping[str, Any], experiment: Experiment) -> bool:
+    for key in MATRIX_KEYS:
+        values = rule.values(key)
+        if values is None:
+            continue
+        if key == "strategy":
+            values = [entry.key for v in values if (entry := experiment.strategy_by_name(v))]
+        if combo[key] not in values:
+            return False
+    return True
+
+
+# ---- reading a file -------------------------------------------------------------------
+
+def load_experiment(source: str | Path, sets: Sequence[str] = ()) -> Experiment:
+    """The experiment in a TOML file, with `--set key=value` overrides applied. Every
+    error names the file, the line and the key."""
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise VeriloopError(f"{path}: no such experiment file (veriloop eval --list shows the shipped ones)") from None
+    except OSError as exc:
+        raise VeriloopError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_experiment(text, str(path), sets)
+
+
+def parse_experiment(text: str, where: str = "<experiment>", sets: Sequence[str] = ()) -> Experiment:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise VeriloopError(f"{where}: not valid TOML: {exc}") from None
+    overridden = [apply_set(data, item) for item in sets]
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        raise VeriloopError(_explain(exc, text, where, overridden)) from None
+
+
+def apply_set(data: dict[str, Any], item: str) -> tuple[str, ...]:
+    """Set `key.path=value` in the parsed file (VALUE read as TOML when it parses, e.g.
+    `seeds=[0,1]`, else as text); list items are addressed by index (`domains.0.n=5`)."""
+    key, eq, raw = item.partition("=")
+    path = tuple(p.strip() for p in key.strip().split("."))
+    if not eq or not all(path):
+        raise VeriloopError(f"--set {item!r} should look like KEY=VALUE, e.g. n=5 or models.main.id=smollm2-135m")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        node = _child(node, part, path[: depth + 1], item)
+    last = path[-1]
+    if isinstance(node, list):
+        index = _index(node, last, path, item)
+        node[index] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise VeriloopError(f"--set {item!r}: {'.'.join(path[:-1])} is a value, not a table")
+    return path
+
+
+def _child(node: Any, part: str, so_far: tuple[str, ...], item: str) -> Any:
+    if isinstance(node, list):
+        return node[_index(node, part, so_far, item)]
+    if isinstance(node, dict):
+        return node.setdefault(part, {})
+    raise VeriloopError(f"--set {item!r}: {'.'.join(so_far[:-1])} is a value, not a table")
+
+
+def _index(node: list[Any], part: str, so_far: tuple[str, ...], item: str) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        raise VeriloopError(
+            f"--set {item!r}: {'.'.join(so_far[:-1]) or 'the list'} has {len(node)} entries, "
+            f"numbered 0 to {len(node) - 1}; {part!r} is not one of them"
+        )
+    return int(part)
+
+
+def key_lines(text: str) -> dict[tuple[str | int, ...], int]:
+    """The line (1-based) where each key path of a TOML text is written, tables included:
+    `[models.judge]` -> ("models", "judge"), the second `[[domains]]` -> ("domains", 1),
+    `n = 3` under it -> ("domains", 1, "n"). Enough of TOML for pointing at errors."""
+    lines: dict[tuple[str | int, ...], int] = {}
+    table: tuple[str | int, ...] = ()
+    arrays: dict[tuple[str | int, ...], int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("[["):
+            name = _key_path(line.strip("[] "))
+            arrays[name] = arrays.get(name, -1) + 1
+            table = (*name, arrays[name])
+            lines.setdefault(table, number)
+        elif line.startswith("["):
+            table = _key_path(line.split("]")[0].strip("[ "))
+            lines.setdefault(table, number)
+        elif "=" in line and not line.startswith("#"):
+            key = line.split("=", 1)[0].strip()
+            if re.fullmatch(r"[A-Za-z0-9_\-.\"' ]+", key):
+                lines.setdefault((*table, *_key_path(key)), number)
+    return lines
+
+
+def _key_path(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip("\"'") for part in text.split("."))
+
+
+def _explain(exc: ValidationError, text: str, where: str, overridden: list[tuple[str, ...]]) -> str:
+    """The first few errors of a validation in words: where (line and key), what is wrong."""
+    lines = key_lines(text)
+    parts = []
+    for error in exc.errors()[:5]:
+        cause = (error.get("ctx") or {}).get("error")
+        loc = tuple(error["loc"]) + (cause.path if isinstance(cause, SpecError) else ())
+        # A union's member names ("str", "list[str]") are not part of the key.
+        loc = tuple(p for p in loc if not (isinstance(p, str) and (p in ("str", "int") or "[" in p)))
+        key = ".".join(str(p) for p in loc)
+        line = _line_of(loc, lines)
+        set_by = any(loc[: len(o)] == o or o[: len(loc)] == loc for o in overridden if loc)
+        place = "--set" if set_by else f"line {line}" if line else "top level"
+        parts.append(f"{where}, {place}: {key + ': ' if key else ''}{_message(error, loc)}")
+    more = len(exc.errors()) - 5
+    return "\n".join(parts) + (f"\n(and {more} more)" if more > 0 else "")
+
+
+def _line_of(loc: tuple[Any, ...], lines: Mapping[tuple[Any, ...], int]) -> int | None:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def _message(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        known = _fields_at(loc[:-1])
+        return "unknown key" + (f"; the keys here are: {', '.join(known)}" if known else "")
+    if kind == "missing":
+        return "required, but missing"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The keys a table at `loc` may hold, following the spec's field types."""
+    import typing
+
+    cls: Any = Experiment
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            continue
+        if part not in cls.model_fields:
+            if cls is Experiment and part not in cls.model_fields:
+                return []
+            continue
+        annotation = cls.model_fields[part].annotation
+        while typing.get_origin(annotation) is not None:
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = args[-1]
+        cls = annotation
+    return list(cls.model_fields) if isinstance(cls, type) and issubclass(cls, BaseModel) else []
+
+
+# ---- the experiment files shipped with veriloop ------------------------------------------
+
+SHIPPED = Path(__file__).resolve().parent.parent / "experiments"
+
+
+def shipped_experiments() -> dict[str, Path]:
+    """The experiment files in the package, by name (the file's stem)."""
+    return {p.stem: p for p in sorted(SHIPPED.glob("*.toml"))}
+
+
+def find_experiment(name: str | Path) -> Path:
+    """An experiment file by path, or a shipped one by name."""
+    path = Path(name)
+    if path.exists() or path.suffix == ".toml" or len(path.parts) > 1:
+        return path
+    shipped = shipped_experiments()
+    if str(name) in shipped:
+        return shipped[str(name)]
+    raise VeriloopError(
+        f"no experiment file {name!r}: give a path to a .toml file or one of the shipped experiments: "
+        f"{', '.join(shipped)}"
+    )
+
+
+def describe(path: Path) -> tuple[str, str]:
+    """A shipped file's name and the first line of its description."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    lines = str(data.get("description", "")).strip().splitlines()
+    return str(data.get("name", path.stem)), lines[0] if lines else ""
