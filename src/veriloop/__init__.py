@@ -8,6 +8,9 @@ cheap for the command line):
 - `Task.from_records(rows, prompt=..., check=...)` / `Task.from_jsonl(path, ...)`: a task
   from plain records; `evaluate(task, strategies, model=..., out=...)` / `aevaluate`: every
   strategy on every instance, resumable, returns a `Summary` per strategy.
+- `eval_experiment(file_or_dict, out=..., models={...})` / `aeval_experiment`: an
+  experiment (models x domains x strategies x seeds, roles, budgets) as `veriloop eval`
+  runs it; returns one `CellResult` per cell in `.rows`.
 - `model(spec, ...)`: a model from an id, a function, an object or an OpenAI client.
 - `strategy(spec)`, `verifier(name)`, `FunctionCheck`, `Verdict`, `VerdictError`:
   the pieces, for users who assemble their own loops.
@@ -22,7 +25,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
-    "toolbox": "api", "Result": "api", "Summary": "api",
+    "toolbox": "api", "Result": "api", "Summary": "api", "eval_experiment": "api", "aeval_experiment": "api",
+    "Experiment": "experiment.spec", "load_experiment": "experiment.spec",
     "Task": "task",
     "FunctionCheck": "checks", "CheckError": "checks", "load_check": "checks",
     "Verdict": "records", "VerdictError": "records", "Instance": "records", "Trajectory": "records",
@@ -41,11 +45,23 @@ _RENAMED = {"strategy": ("strategies", "parse_strategy"), "verifier": ("verifier
 __all__ = sorted([*_EXPORTS, *_RENAMED, "__version__"])
 
 if TYPE_CHECKING:
-    from .api import Result, Summary, acorrect, aevaluate, correct, evaluate, model, toolbox
+    from .api import (
+        Result,
+        Summary,
+        acorrect,
+        aeval_experiment,
+        aevaluate,
+        correct,
+        eval_experiment,
+        evaluate,
+        model,
+        toolbox,
+    )
     from .checks import CheckError, FunctionCheck, load_check
     from .domains import DOMAINS, Domain
     from .domains import get_domain as domain
     from .errors import VeriloopError
+    from .experiment.spec import Experiment, load_experiment
     from .models import CachedModel, CallCache, Completion, FunctionModel, GenParams, Model, VeriloopWarning
     from .records import CallRecord, Instance, Message, RoundRecord, Trajectory, Verdict, VerdictError
     from .strategies import STRATEGIES, Strategy

@@ -15,11 +15,11 @@ the command line uses, and every call goes through the same loops, cache and rec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checks import is_check_function
 from .domains import Domain, get_domain
@@ -27,6 +27,7 @@ from .errors import VeriloopError
 from .experiment.identity import content_sha256
 from .experiment.metrics import StrategySummary
 from .experiment.runner import run_episode, run_experiment
+from .experiment.spec import Experiment
 from .models import CachedModel, CallCache, Model, as_model
 from .progress import ProgressReporter
 from .records import Message, Trajectory
@@ -34,6 +35,9 @@ from .strategies import Strategy, parse_strategy
 from .task import Task
 from .tools import Tool, Toolbox, ToolCache, get_tool
 from .tools.config import tool_cache_path
+
+if TYPE_CHECKING:
+    from .experiment.engine import EvalResult
 
 Summary = StrategySummary
 ModelSpec = Any  # a model id, a Model, a function, an object with generate(), an AsyncOpenAI client (+ name)
@@ -262,6 +266,78 @@ def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = (
     on stderr (default: when stderr is a terminal); `on_progress(done, total)` is called
     as trajectories finish."""
     return _run_sync(aevaluate(task, strategies, **options), "aevaluate")
+
+
+async def aeval_experiment(
+    experiment: str | Path | Mapping[str, Any] | Experiment,
+    *,
+    out: str | Path,
+    overrides: Sequence[str] = (),
+    models: Mapping[str, ModelSpec] | None = None,
+    cache: bool | str | Path = True,
+    progress: bool | None = None,
+) -> EvalResult:
+    """The async twin of `eval_experiment`."""
+    from .experiment.engine import Progress, load_models, plan, run_eval
+    from .experiment.spec import Experiment as Spec
+    from .experiment.spec import find_experiment, load_experiment, parse_experiment
+
+    if isinstance(experiment, Spec):
+        spec = experiment if not overrides else parse_experiment(_toml_of(experiment.model_dump()), "experiment",
+                                                                  overrides)
+    elif isinstance(experiment, Mapping):
+        spec = parse_experiment(_toml_of(experiment), "experiment", overrides)
+    else:
+        spec = load_experiment(find_experiment(experiment), overrides)
+    unknown = sorted(name for name in models or {} if name not in spec.models)
+    if unknown:
+        raise VeriloopError(f"models= names {', '.join(unknown)}, not under the experiment's models: "
+                            f"{', '.join(spec.models)}")
+    target = Path(out)
+    plans = plan(spec, target)
+    names = spec.models_used([p.cell for p in plans if p.finished() < p.planned])
+    loaded = load_models(spec, names, cache_path=None if isinstance(cache, bool) else Path(cache),
+                         use_cache=cache is not False, given=models)
+    try:
+        with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
+            return await run_eval(spec, target, loaded, Progress(bar.update_stage, bar.tokens_done), plans)
+    finally:
+        for name, lm in loaded.items():
+            if not (models and name in models and lm is models[name]):
+                await lm.aclose()
+
+
+def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **options: Any) -> EvalResult:
+    """Run an experiment (models x domains x strategies x seeds, roles, budgets; the file
+    format of `veriloop eval`) and return its result: `.rows` has one `CellResult` per
+    cell (accuracy with its interval, rounds, calls, tokens, seconds, dollars, status),
+    `.stopped` says which budget stopped it early, if one did.
+
+    `experiment`: a TOML file, a shipped experiment's name, a dict shaped like the file,
+    or an `Experiment`. `out`: the experiment's directory (one resumable run directory
+    per cell; results.csv/.md/.json and frontier.png). `overrides`: `key=value` items as
+    with `--set`. `models`: models by their name in the experiment, to use instead of
+    their `id` (your own function, object or client). `cache`: True for the default call
+    cache, a path for another, False for none."""
+    return _run_sync(aeval_experiment(experiment, **options), "aeval_experiment")
+
+
+def _toml_of(data: Mapping[str, Any]) -> str:
+    """A dict as TOML text, so a dict experiment is read (and its errors reported) as a file is."""
+    import json
+
+    def value(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return "{" + ", ".join(f"{json.dumps(str(k))} = {value(x)}" for k, x in v.items() if x is not None) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        return json.dumps(str(v))
+
+    return "\n".join(f"{json.dumps(str(k))} = {value(v)}" for k, v in data.items() if v is not None) + "\n"
 
 
 def _run_sync(coroutine: Coroutine[Any, Any, T], twin: str) -> T:

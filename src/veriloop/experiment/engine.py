@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..domains.base import Domain, Instance
@@ -26,6 +26,9 @@ from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
 from .identity import content_sha256
 from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experiment
 from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
+
+if TYPE_CHECKING:
+    from .results import CellResult
 
 SPEC_FILE = "experiment.json"
 
@@ -137,6 +140,10 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
             "cell": {"model": cell.model, "domain": cell.domain, "strategy": cell.strategy, "seed": cell.seed,
                      "roles": dict(cell.roles)},
             "model": model.id, "base_url": model.base_url,
+            # Checked before any model loads, so a finished cell (which loads none) is
+            # refused too when the file now names other models for it.
+            "model_id": model.id,
+            "role_models": {role: experiment.models[name].id for role, name in cell.roles},
             **dom.config,
             "strategy_defaults": defaults,
             "spec": {
@@ -184,6 +191,7 @@ class EvalResult:
     new_trajectories: int
     backend_calls: int
     wall_seconds: float
+    rows: list[CellResult] = field(default_factory=list)  # one per cell, as in results.csv
 
 
 class Progress:
@@ -279,8 +287,9 @@ def _recorded(p: CellPlan) -> list[Trajectory]:
 
 def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | None = None,
                 use_cache: bool = True, given: Mapping[str, Any] | None = None) -> dict[str, Model]:
-    """The models the cells need, loaded (each once); `given` supplies model objects by
-    name instead (a user's own, or a scripted one in tests)."""
+    """The models the cells need, loaded (each once); `given` supplies models by name
+    instead of their entries' ids (anything `veriloop.model` accepts: a function, an
+    object with generate(), a Model), cached like the others."""
     import os
 
     from ..models import as_model, load_model
@@ -289,7 +298,8 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
     for name in names:
         entry = experiment.models[name]
         if given and name in given:
-            loaded[name] = as_model(given[name], cache=False)
+            cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
+            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency)
             continue
         api_key = None
         if entry.api_key_env:
@@ -324,7 +334,7 @@ async def run_eval(
         backend_calls=sum(m.backend_calls for m in counted.values()),
         wall_seconds=round(time.perf_counter() - started, 3),
     )
-    write_results(experiment, result)
+    result.rows = write_results(experiment, result)
     return result
 
 

@@ -21,6 +21,8 @@ from ..errors import VeriloopError
 # Each setting that must match, in the words a message uses for it.
 SETTINGS: dict[str, str] = {
     "model_identity": "model",
+    "model_id": "model id",
+    "role_models": "models in roles",
     "domain": "domain",
     "seed": "seed",
     "data": "data file",

@@ -396,7 +396,7 @@ def parse_experiment(text: str, where: str = "<experiment>", sets: Sequence[str]
         raise VeriloopError(_explain(exc, text, where, overridden)) from None
 
 
-def apply_set(data: dict[str, Any], item: str) -> tuple[str, ...]:
+def apply_set(data: dict[str, Any], item: str) -> tuple[str | int, ...]:
     """Set `key.path=value` in the parsed file (VALUE read as TOML when it parses, e.g.
     `seeds=[0,1]`, else as text); list items are addressed by index (`domains.0.n=5`)."""
     key, eq, raw = item.partition("=")
@@ -418,7 +418,8 @@ def apply_set(data: dict[str, Any], item: str) -> tuple[str, ...]:
         node[last] = value
     else:
         raise VeriloopError(f"--set {item!r}: {'.'.join(path[:-1])} is a value, not a table")
-    return path
+    # As validation errors locate keys: list items by number.
+    return tuple(int(p) if p.isdigit() else p for p in path)
 
 
 def _child(node: Any, part: str, so_far: tuple[str, ...], item: str) -> Any:
@@ -466,7 +467,7 @@ def _key_path(text: str) -> tuple[str, ...]:
     return tuple(part.strip().strip("\"'") for part in text.split("."))
 
 
-def _explain(exc: ValidationError, text: str, where: str, overridden: list[tuple[str, ...]]) -> str:
+def _explain(exc: ValidationError, text: str, where: str, overridden: list[tuple[str | int, ...]]) -> str:
     """The first few errors of a validation in words: where (line and key), what is wrong."""
     lines = key_lines(text)
     parts = []
