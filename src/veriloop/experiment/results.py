@@ -53,7 +53,7 @@ class CellResult(BaseModel):
     critic_model: str | None = None
     checker_model: str | None = None
     canonical: str
-    run_dir: str
+    run_dir: str  # the cell's run directory, relative to the experiment's (which may move)
 
     @property
     def tokens_per_instance(self) -> float:
@@ -79,7 +79,7 @@ def cell_result(experiment: Experiment, p: CellPlan) -> CellResult:
         completion_tokens=s.completion_tokens, seconds=s.seconds, usd=usage_of(ts, price_of(experiment, p.cell)).usd,
         planned=p.planned, status="complete" if s.n == p.planned else "incomplete",
         verifier_model=roles.get("verifier_model"), critic_model=roles.get("critic_model"),
-        checker_model=roles.get("checker_model"), canonical=p.strategy.canonical, run_dir=str(p.run_dir),
+        checker_model=roles.get("checker_model"), canonical=p.strategy.canonical, run_dir=str(p.cell.directory()),
     )
 
 
