@@ -17,6 +17,7 @@ from test_cli import assert_one_line_error
 from test_experiments import ISSUE_EXAMPLE
 
 from veriloop.experiment.runner import load_trajectories
+from veriloop.models.packs import PACKS
 
 
 def veriloop(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -149,3 +150,35 @@ def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path
     assert "0 new trajectories, 0 backend calls" in again.stdout
     with open(out / "results.csv") as f:
         assert list(csv.DictReader(f)) == rows
+
+
+def test_run_records_the_spec_its_flags_filled(tmp_path) -> None:
+    """`veriloop run`'s flags fill the same spec as an experiment file (one model, one
+    domain, its strategies and one seed)."""
+    from veriloop.cli.run import run_spec
+
+    spec = run_spec(
+        model="smollm2-135m", base_url=None, threads="2", domain="coloring", task=None, prompt=None, check=None,
+        reference_field=None, id_field=None, data=None, offset=3, n=4, options={"max_nodes": 6},
+        strategies=["standard", "sampling:k=2"], seed=7, max_rounds=3, k=2, concurrency=None, search_corpus=None,
+        search_url=None, toxicity_backend="offline", allow_unisolated=False,
+    )
+    assert (spec.models["main"].id, spec.models["main"].threads, spec.domains[0].name, spec.domains[0].offset,
+            spec.domains[0].options, spec.n, spec.seeds, spec.max_rounds, spec.k) == (
+        "smollm2-135m", 2, "coloring", 3, {"max_nodes": 6}, 4, [7], 3, 2)
+    assert [s.spec for s in spec.strategies] == ["standard", "sampling:k=2"]
+    assert [c.strategy for c in spec.cells()] == ["standard", "sampling:k=2"]
+
+
+@pytest.mark.model
+def test_a_run_directory_records_the_whole_resolved_spec(tmp_path) -> None:
+    proc = veriloop("run", "--model", "smollm2-135m", "-n", "1", "-s", "standard", "--out", "r", "--threads", "2",
+                    "--cache", "calls.sqlite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    spec = config["spec"]
+    assert (spec["models"]["main"]["id"], spec["domains"][0]["name"], spec["n"], spec["seeds"],
+            [s["spec"] for s in spec["strategies"]], spec["models"]["main"]["threads"]) == (
+        "smollm2-135m", "game24", 1, [0], ["standard"], 2)
+    assert config["veriloop_version"] == "0.1.0"
+    assert config["model_identity"] == PACKS["smollm2-135m"].sha256

@@ -11,14 +11,13 @@ from typer.core import TyperCommand
 
 from ..domains import DOMAINS
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, tool_settings
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
 
-    from ..domains.base import Domain
     from ..experiment.runner import RunResult
-    from ..tools.base import Toolbox
+    from ..experiment.spec import Experiment
 
 DEFAULT_DOMAIN = "game24"
 DEFAULT_STRATEGIES = [
@@ -82,18 +81,6 @@ def domain_options(items: list[str]) -> dict[str, object]:
     return options
 
 
-def task_domain(
-    task: Path, prompt: str, check: str | None, reference_field: str | None, id_field: str | None
-) -> Domain:
-    """Your own task: the records of a JSONL file, a prompt template over their fields and
-    a check function (loaded from its spec)."""
-    from ..checks import load_check
-    from ..task import Task
-
-    function = load_check(check) if check is not None else None
-    return Task.from_jsonl(task, prompt=prompt, check=function, reference_field=reference_field, id_field=id_field)
-
-
 def check_task_options(
     domain: str, task: Path | None, data: Path | None, domain_option: list[str] | None, with_task: dict[str, object]
 ) -> None:
@@ -111,18 +98,46 @@ def check_task_options(
         raise VeriloopError('--task needs --prompt TEMPLATE, a template over the records\' fields such as "{question}"')
 
 
-def toolbox_for(
-    dom: Domain, data: Path | None, search_corpus: Path | None, search_url: str | None, toxicity_backend: str,
-    allow_unisolated: bool,
-) -> Toolbox | None:
-    """Tools only for the domains CRITIC works on: the others never call one."""
-    from ..domains.base import CriticTask
-    from ..tools.config import build_toolbox
+def run_spec(
+    *, model: str, base_url: str | None, threads: str | None, domain: str, task: Path | None, prompt: str | None,
+    check: str | None, reference_field: str | None, id_field: str | None, data: Path | None, offset: int, n: int,
+    options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int, concurrency: int | None,
+    search_corpus: Path | None, search_url: str | None, toxicity_backend: str, allow_unisolated: bool,
+) -> Experiment:
+    """`run`'s flags as the experiment spec `veriloop eval` reads from a file: one model,
+    one domain or task, the strategies and one seed. A value the spec refuses is an
+    error naming the flag."""
+    from pydantic import ValidationError
 
-    if not isinstance(dom, CriticTask):
-        return None
-    settings = tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated)
-    return build_toolbox(settings, dom, str(data) if data else None)
+    from ..experiment.spec import Experiment
+    from ..models.llamacpp import thread_count
+
+    tools = {"search_corpus": str(search_corpus) if search_corpus else None, "search_url": search_url,
+             "toxicity": toxicity_backend, "allow_unisolated": allow_unisolated}
+    entry: dict[str, object] = (
+        {"file": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
+         "id_field": id_field, "offset": offset, "label": f"task-{task.stem}"}
+        if task is not None else
+        {"name": domain, "data": str(data) if data else None, "offset": offset, "options": options}
+    )
+    fields = {
+        "name": f"run {task.stem if task else domain}",
+        "models": {"main": {"id": model, "base_url": base_url,
+                            "threads": None if threads is None else thread_count(threads, "--threads")}},
+        "tasks" if task is not None else "domains": [entry],
+        "strategies": strategies, "seeds": [seed], "n": n, "max_rounds": max_rounds, "k": k,
+        "concurrency": concurrency, "tools": tools,
+    }
+    try:
+        return Experiment.model_validate(fields)
+    except ValidationError as exc:
+        raise VeriloopError(_flag_error(exc)) from None
+
+
+def _flag_error(exc: Any) -> str:
+    """The spec's first error: its validators say what is wrong and which value (the
+    domain, strategy, backend...), and typer has already checked the numbers."""
+    return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
 
 
 def with_task(metavar: str, help: str, task_flag: bool = False) -> Any:
@@ -184,8 +199,8 @@ def run(
     verifier runs the check; a check that raises stops the run, and every trajectory
     finished before is kept).
     """
-    from ..domains import get_domain
-    from ..experiment.identity import content_sha256
+    from .. import __version__
+    from ..experiment.engine import build_domain, tools_for
     from ..experiment.runner import check_run_dir, run_experiment
     from ..report import print_summary
     from ..strategies import parse_strategy, split_specs
@@ -195,29 +210,30 @@ def run(
     }
     check_task_options(domain, task, data, domain_option, with_task)
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
-    strategies = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in specs]
+    spec = run_spec(
+        model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
+        reference_field=reference_field, id_field=id_field, data=data, offset=offset, n=n,
+        options=domain_options(domain_option or []), strategies=specs, seed=seed, max_rounds=max_rounds, k=k,
+        concurrency=concurrency, search_corpus=search_corpus, search_url=search_url,
+        toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated,
+    )
+    defaults: dict[str, object] = {"max_rounds": max_rounds, "k": k}
+    strategies = [parse_strategy(s, defaults) for s in specs]
+    planned = build_domain(spec, spec.domain_entry(spec.domain_keys()[0]))
+    dom, instances, label = planned.domain, planned.instances, planned.key
+    # The settings that define the run (experiment.identity), and the whole spec the flags
+    # filled, so the run can be re-created from its config.json.
     config: dict[str, object] = {
-        "model": model, "base_url": base_url, "data": str(data) if data else None,
-        "data_sha256": content_sha256(data), "offset": offset, "strategy_defaults": {"max_rounds": max_rounds, "k": k},
+        "model": model, "base_url": base_url, **planned.config, "strategy_defaults": defaults,
+        "spec": spec.model_dump(), "veriloop_version": __version__,
     }
-    if task is not None:
-        dom = task_domain(task, str(prompt), check, reference_field, id_field)
-        label = f"task-{task.stem}"
-        config.update({"task": str(task), "task_sha256": content_sha256(task), "prompt": prompt, "check": check,
-                       "reference_field": reference_field, "id_field": id_field})
-    else:
-        options = domain_options(domain_option or [])
-        dom = get_domain(domain, **options)
-        config["domain_options"] = options
-        label = domain
+    config.setdefault("data", None)
+    config.setdefault("data_sha256", None)
     for chosen in strategies:
         chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
-    instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
-    if not instances:
-        raise VeriloopError(f"no instances selected (n={n}, offset={offset})")
     run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
     check_run_dir(run_dir, {**config, "domain": dom.name, "seed": seed})  # before the model loads; its identity after
-    toolbox = toolbox_for(dom, data, search_corpus, search_url, toxicity_backend, allow_unisolated)
+    toolbox = tools_for(spec, planned)
 
     async def job(s: Session) -> RunResult:
         return await run_experiment(
