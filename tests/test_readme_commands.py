@@ -12,6 +12,7 @@ new example cannot go in untested. The README's Python blocks run in test_readme
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -148,6 +149,13 @@ def key_never_recorded(run_dir: str) -> Check:
     return check
 
 
+def experiment_rows(path: Path, cells: int) -> None:
+    """An experiment's results.csv: one complete row per cell, on one instance each."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["n"], r["status"]) for r in rows] == [("1", "complete")] * cells, rows
+
+
 def installed_pack(proc: subprocess.CompletedProcess[str], work: Path) -> None:
     path = Path(proc.stdout.strip())
     assert path.name == PACKS[SMALL].filename and path.is_file()
@@ -200,6 +208,14 @@ EXAMPLES: dict[str, Example] = {
         add=f"{MODEL} --instances 1 --max-rounds 1 --domains game24",
         writes=tuple(f"runs/reproduce-self-verification-{SMALL}-n1-seed0/{name}"
                      for name in ("table1.md", "table2.md", "figure2.png", "reproduction.json")),
+    ),
+    # Experiments as files: one instance a domain, one round (the judge is the small model, as everywhere).
+    "cat > judges.toml": Example(swap=(("n = 5 ", "n = 1 "), ("n = 3\n", "n = 1\n"), ("max_rounds = 3", "max_rounds = 1")),
+                                 writes=("judges.toml",)),
+    "judges.toml --dry-run": Example(prints=("8 cells, 8 trajectories to run: at most 12 calls",)),
+    "judges.toml --out runs/judges": Example(
+        prints=("8 new trajectories",), writes=("runs/judges/results.md", "runs/judges/frontier.png"),
+        check=lambda proc, work: experiment_rows(work / "runs/judges/results.csv", 8),
     ),
     # CRITIC.
     "--domain gsm8k --data": Example(add=RUN, swap=(("-s critic ", f"-s critic:{CRITIC} "),
