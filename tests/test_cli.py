@@ -366,7 +366,9 @@ class TestTaskOptions:
         assert_one_line_error(proc, "sampling's verifier=sound runs the domain's own check", "--check")
 
     def test_critic_runs_on_a_task_but_not_on_game24(self, tmp_path):
-        proc = veriloop("run", "--domain", "game24", "-s", "critic", "--model", "no-such-model")
+        # a model that is not installed: the domain is checked before any model is looked for
+        proc = veriloop("run", "--domain", "game24", "-s", "critic", "--model", "qwen2.5-coder-0.5b",
+                        home=tmp_path / "empty-home")
         assert_one_line_error(proc, "domain 'game24' does not support CRITIC")
 
 

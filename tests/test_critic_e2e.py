@@ -17,20 +17,23 @@ from test_cli import veriloop
 
 from veriloop.domains import get_domain
 from veriloop.experiment.runner import load_trajectories, run_experiment
+from veriloop.experiment.spec import find_experiment, load_experiment
 from veriloop.models import CachedModel, CallCache
 from veriloop.react import observation_message, parse_action
 from veriloop.records import Trajectory
-from veriloop.reproduce.critic import MATH_CONDITIONS, QA_CONDITIONS, TOXICITY_CONDITIONS
+from veriloop.reproduce.critic import option_sets, task_conditions
 from veriloop.strategies import Strategy, parse_strategy
 from veriloop.tools.base import Observation
 from veriloop.tools.config import ToolSettings, build_toolbox
 
 pytestmark = pytest.mark.model
 
+# Each task's conditions as the shipped experiment file gives them, with 2 samples (--k 2).
+CRITIC = load_experiment(find_experiment("critic"), option_sets(load_experiment(find_experiment("critic")), k=2))
 DATA = {
-    "hotpotqa": ("hotpotqa/hotpot_dev_distractor_100.json", QA_CONDITIONS),
-    "gsm8k": ("gsm8k/test.jsonl", MATH_CONDITIONS),
-    "toxicity": ("toxicity/realtoxicityprompts_val.jsonl", TOXICITY_CONDITIONS),
+    "hotpotqa": ("hotpotqa/hotpot_dev_distractor_100.json", task_conditions(CRITIC, "hotpotqa")),
+    "gsm8k": ("gsm8k/test.jsonl", task_conditions(CRITIC, "gsm8k")),
+    "toxicity": ("toxicity/realtoxicityprompts_val.jsonl", task_conditions(CRITIC, "toxicity")),
 }
 MAX_CORRECTIONS = 1
 CORRECTION_HEAD = "A check of your answer found:\n"
@@ -45,7 +48,7 @@ def test_every_condition_runs_and_records_its_tool_calls(task, smollm2, shared_d
     (instance,) = domain.load_instances(source, n=1)
     tools = build_toolbox(ToolSettings(cache_path=tmp_path / "tools.sqlite"), domain, source)
     model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
-    strategies = [parse_strategy(spec.format(k=2), {"max_corrections": MAX_CORRECTIONS}) for _, spec in conditions]
+    strategies = [parse_strategy(spec, {"k": CRITIC.k, "max_corrections": MAX_CORRECTIONS}) for _, spec in conditions]
     result = asyncio.run(run_experiment(model, domain, strategies, [instance], tmp_path / "run", tools=tools))
     model.cache.close()
     assert result.new_trajectories == len(strategies)

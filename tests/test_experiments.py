@@ -62,7 +62,7 @@ def test_the_issue_example_is_six_cells_with_the_judge_in_a_role() -> None:
     (('verifier_model = "judge"', 'verifier_model = "jduge"'), "demo.toml, line 13: roles.verifier_model: no model "
                                                                "'jduge' under [models]; the models are: small, judge"),
     (("n = 2", "n = 0"), "demo.toml, line 21: domains.1.n: Input should be greater than or equal to 1"),
-    (('id = "openai/judge"', ""), "demo.toml, line 8: models.judge.id: required, but missing"),
+    (('name = "game24"', ""), "demo.toml, line 15: domains.0.name: required, but missing"),
     (("seeds = [0]", "seeds = [0"), "demo.toml: not valid TOML: Unclosed array (at line 3, column 1)"),
     (("seeds = [0]", "seeds = 0"), "demo.toml, line 2: seeds: Input should be a valid list"),
 ])
@@ -182,8 +182,9 @@ def experiment(tmp_path: Path, **extra) -> dict:
         "strategies": ["standard", "sampling:k=2", {"spec": "backprompt:verifier=llm,feedback=binary,max_rounds=2",
                                                    "label": "LLM judge"}],
         "models": {
-            "gen": {"id": "scripted-gen", "price": {"prompt": 1.0, "completion": 2.0}},
-            "judge": {"id": "scripted-judge", "price": {"prompt": 10.0, "completion": 20.0}},
+            # no ids: the test passes these models from Python
+            "gen": {"price": {"prompt": 1.0, "completion": 2.0}},
+            "judge": {"id": "openai/scripted-judge", "price": {"prompt": 10.0, "completion": 20.0}},
         },
         "roles": {"verifier_model": "judge"},
         "tasks": [{"file": str(data), "prompt": "{q}", "check": f"python:{check}:check", "n": 3, "label": "sums"}],
@@ -225,7 +226,7 @@ def test_cells_run_with_the_judge_in_its_role_and_a_rerun_calls_no_model(tmp_pat
     ] * 3
     config = json.loads((tmp_path / "exp" / "gen" / "sums" / "LLM_judge-seed0" / "config.json").read_text())
     assert (config["roles"], config["cell"]["roles"], config["spec"]["roles"]["verifier_model"]["id"]) == (
-        {"verify": "scripted-judge-v1"}, {"verifier_model": "judge"}, "scripted-judge")
+        {"verify": "scripted-judge-v1"}, {"verifier_model": "judge"}, "openai/scripted-judge")
     assert config["veriloop_version"] == veriloop.__version__
 
     again = run(tmp_path, Script())
@@ -302,11 +303,11 @@ def test_a_spent_cell_budget_moves_on_to_the_next_cell(tmp_path) -> None:
 def test_a_run_directory_of_a_cell_refuses_another_judge(tmp_path) -> None:
     run(tmp_path, Script())
     other = experiment(tmp_path)
-    other["models"]["judge"]["id"] = "another-judge"
+    other["models"]["judge"]["id"] = "openai/another-judge"
     models = {"gen": veriloop.model(Script().generate, name="gen", identity="scripted-gen-v1", cache=False),
               "judge": veriloop.model(Script().judge, name="judge", identity="scripted-judge-v1", cache=False)}
     message = (r"exp/gen/sums/standard-seed0 holds a run made with models in roles "
-               r'\{"verifier_model": "scripted-judge"\}, not \{"verifier_model": "another-judge"\}')
+               r'\{"verifier_model": "openai/scripted-judge"\}, not \{"verifier_model": "openai/another-judge"\}')
     with pytest.raises(VeriloopError, match=message):
         veriloop.eval_experiment(other, out=tmp_path / "exp", models=models, cache=tmp_path / "c.sqlite",
                                  progress=False)
@@ -315,3 +316,87 @@ def test_a_run_directory_of_a_cell_refuses_another_judge(tmp_path) -> None:
 def test_models_given_by_name_must_be_in_the_experiment(tmp_path) -> None:
     with pytest.raises(VeriloopError, match="models= names nope, not under the experiment's models: gen, judge"):
         veriloop.eval_experiment(experiment(tmp_path), out=tmp_path / "x", models={"nope": Script().generate})
+    with pytest.raises(VeriloopError, match=r"models.gen has no id: give it one .* models=\{'gen': \.\.\.\}"):
+        veriloop.eval_experiment(experiment(tmp_path), out=tmp_path / "x", models={"judge": Script().judge})
+
+
+def test_an_unknown_model_id_is_an_error_of_the_file() -> None:
+    with pytest.raises(VeriloopError, match=r"^demo.toml, line 6: models.small.id: unknown model 'smollm3'; use a "
+                                            r"pack \(qwen2.5-coder-1.5b, "):
+        parse_experiment(ISSUE_EXAMPLE.replace('"smollm2-135m"', '"smollm3"'), "demo.toml")
+
+
+def test_critic_and_checker_roles_go_to_their_models(tmp_path) -> None:
+    """feedback=llm's critique goes to critic_model and SelfCheck's checks to
+    checker_model; the generator answers only its own calls."""
+    script, critic, checker = Script(), [], []
+
+    def critique(messages):
+        critic.append(messages)
+        return "The sum is wrong; add the two numbers again."
+
+    def check(messages):
+        checker.append(messages)
+        return "The step is correct."
+
+    spec = experiment(tmp_path, strategies=[
+        "backprompt:verifier=sound,feedback=llm,max_rounds=2", "selfcheck:n=2,max_steps=1"])
+    del spec["models"]["judge"]
+    spec["models"].update({"critic": {}, "checker": {}})
+    spec["roles"] = {"critic_model": "critic", "checker_model": "checker"}
+    spec["tasks"][0]["n"] = 1
+    models = {
+        "gen": veriloop.model(script.generate, name="gen", identity="g", cache=False),
+        "critic": veriloop.model(critique, name="critic", identity="c", cache=False),
+        "checker": veriloop.model(check, name="checker", identity="k", cache=False),
+    }
+    result = veriloop.eval_experiment(spec, out=tmp_path / "roles", models=models, cache=False, progress=False)
+    assert [(r.strategy, r.critic_model, r.checker_model, r.status) for r in result.rows] == [
+        ("backprompt:verifier=sound,feedback=llm,max_rounds=2", "critic", "checker", "complete"),
+        ("selfcheck:n=2,max_steps=1", "critic", "checker", "complete"),
+    ]
+    records = {p.cell.strategy: veriloop.experiment.runner.load_trajectories(p.run_dir / "trajectories.jsonl")[0]
+               for p in result.plans}
+    backprompt, selfcheck = records.values()
+    assert [(c.role, c.model) for c in backprompt.calls] == [("generate", None), ("critique", "critic"),
+                                                            ("generate", None)]
+    assert {(c.role, c.model) for c in selfcheck.calls} == {("generate", None), ("check", "checker")}
+    assert len(critic) == 1 and len(checker) == sum(c.role == "check" for c in selfcheck.calls) > 0
+    assert len(script.generator_calls) == 4  # two backprompt answers, and a function answers one sample a call
+
+
+def test_one_progress_line_names_the_cell_and_counts_trajectories_calls_and_tokens(tmp_path) -> None:
+    import asyncio
+    import io
+
+    from rich.console import Console
+
+    from veriloop.api import _toml_of
+    from veriloop.experiment.engine import Progress, load_models, plan, run_eval
+    from veriloop.progress import ProgressReporter
+
+    script = Script()
+    exp = parse_experiment(_toml_of(experiment(tmp_path, strategies=["standard", "sampling:k=2"])))
+    plans = plan(exp, tmp_path / "p")
+    models = load_models(exp, ["gen", "judge"], use_cache=False, given={
+        "gen": veriloop.model(script.generate, name="gen", identity="g", cache=False),
+        "judge": veriloop.model(script.judge, name="judge", identity="j", cache=False)})
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    reporter = ProgressReporter("sums", live=False, console=console, now=lambda: 0.0)
+
+    async def go() -> None:
+        with reporter:
+            await run_eval(exp, tmp_path / "p", models, Progress(reporter.update_stage, reporter.tokens_done), plans)
+
+    asyncio.run(go())
+    first, second = "cell 1/2: gen · sums · standard · seed 0", "cell 2/2: gen · sums · sampling:k=2 · seed 0"
+    assert console.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
+        f"{first}: 0/6, 0 calls, 0:00:00, eta ?",
+        f"{first}: 1/6, 1 call, 15 tok, 0:00:00, eta 0:00:00",
+        f"{first}: 2/6, 2 calls, 30 tok, 0:00:00, eta 0:00:00",
+        f"{first}: 3/6, 3 calls, 45 tok, 0:00:00, eta 0:00:00",
+        f"{second}: 3/6, 3 calls, 45 tok, 0:00:00, eta ?",
+        f"{second}: 4/6, 5 calls, 75 tok, 0:00:00, eta 0:00:00",
+        f"{second}: 5/6, 7 calls, 105 tok, 0:00:00, eta 0:00:00",
+        f"{second}: 6/6, 9 calls, 135 tok, 0:00:00, eta 0:00:00",
+    ]

@@ -54,7 +54,7 @@ def test_reproduce_selfcheck_on_two_questions_writes_everything_and_resumes(tmp_
     for name in ("accuracy_vs_solutions.png", "accuracy_vs_tokens.png", "roc.png"):
         assert (out / name).stat().st_size > 0
     assert (out / "selfcheck.csv").read_text().startswith("method,solutions,accuracy")
-    trajectories = load_trajectories(out / "gsm8k-cot" / "trajectories.jsonl")
+    trajectories = load_trajectories(out / "main" / "gsm8k-cot" / "SelfCheck-seed0" / "trajectories.jsonl")
     steps = next(t for t in trajectories if "checker=steps" in t.strategy)
     assert {c.stage for c in steps.calls if c.role == "check"} == {"target", "collect", "regenerate", "compare"}
     assert [(c.max_steps, c.steps_checked) for c in steps.step_checks] == [

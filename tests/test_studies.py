@@ -9,11 +9,15 @@ import json
 import pytest
 
 from veriloop.domains import get_domain
+from veriloop.experiment.spec import find_experiment, load_experiment
 from veriloop.models import CachedModel, CallCache
 from veriloop.records import RoundRecord, Trajectory
-from veriloop.reproduce.self_verification import CONDITIONS, accuracy_by_round, reproduce
+from veriloop.reproduce.self_verification import accuracy_by_round, reproduce
 from veriloop.studies.verification import JudgedItem, run_verification_study, score_verifier
 from veriloop.verifiers.llm_judge import judge_messages, parse_judgement
+
+# The conditions of Table 1, (label, spec), as the shipped experiment file has them.
+CONDITIONS = [(s.key, s.spec) for s in load_experiment(find_experiment("self-verification")).strategies]
 
 
 def item(truth: bool, judged: bool | None, kind: str = "correct") -> JudgedItem:

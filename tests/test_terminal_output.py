@@ -284,10 +284,12 @@ def test_study_at_80_columns_shows_every_cell_and_reports_each_judgement(tmp_pat
 
 @pytest.mark.parametrize(("command", "options", "report", "stages"), [
     ("self-verification", ("--instances", "1", "--domains", "game24", "--max-rounds", "1"), "table1.md",
-     ("game24: Table 1: ", "game24: verification study: ")),
-    ("critic", ("--instances", "1", "--tasks", "gsm8k", "--k", "1"), "critic.md", ("gsm8k seed 0: ",)),
+     ("cell 1/7: main · game24 · S.P. · seed 0: ", "cell 7/7: main · game24 · S.C. k=15 · seed 0: ",
+      "game24: verification study: ")),
+    ("critic", ("--instances", "1", "--tasks", "gsm8k", "--k", "1"), "critic.md",
+     ("cell 1/6: main · gsm8k · PoT · seed 0: ", "cell 6/6: main · gsm8k · Rejection Sampling · seed 0: ")),
     ("selfcheck", ("--questions", "1", "--solutions", "1", "--majority-cap", "1"), "selfcheck.md",
-     ("selfcheck: solutions and checks: ",)),
+     ("cell 1/2: main · gsm8k-cot · SelfCheck · seed 0: ", "cell 2/2: main · gsm8k-cot · Global checker · seed 0: ")),
 ])
 def test_reproduce_at_80_columns(tmp_path, instant_server, shared_data, command, options, report, stages):
     out = tmp_path / command

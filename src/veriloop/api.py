@@ -278,7 +278,7 @@ async def aeval_experiment(
     progress: bool | None = None,
 ) -> EvalResult:
     """The async twin of `eval_experiment`."""
-    from .experiment.engine import Progress, load_models, plan, run_eval
+    from .experiment.engine import Progress, load_models, models_needed, plan, run_eval
     from .experiment.spec import Experiment as Spec
     from .experiment.spec import find_experiment, load_experiment, parse_experiment
 
@@ -295,7 +295,7 @@ async def aeval_experiment(
                             f"{', '.join(spec.models)}")
     target = Path(out)
     plans = plan(spec, target)
-    names = spec.models_used([p.cell for p in plans if p.finished() < p.planned])
+    names = models_needed(spec, plans)
     loaded = load_models(spec, names, cache_path=None if isinstance(cache, bool) else Path(cache),
                          use_cache=cache is not False, given=models)
     try:

@@ -54,11 +54,14 @@ def eval_command(
 
 
 def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, cache: Path | None = None,  # type: ignore[no-untyped-def]
-                        use_cache: bool = True, title: str | None = None):
-    """Plan, (dry-run or) run and report an experiment; returns the EvalResult (None for a dry run)."""
+                        use_cache: bool = True, title: str | None = None, api_keys: dict[str, str] | None = None,
+                        show=None):
+    """Plan, (dry-run or) run and report an experiment; returns the EvalResult (None for a
+    dry run). `api_keys`: by model name (a command's --api-key); `show(spec, result)`
+    prints the outcome instead of the results table (a reproduction prints its paper's)."""
     import asyncio
 
-    from ..experiment.engine import Progress, load_models, plan, run_eval
+    from ..experiment.engine import Progress, load_models, models_needed, plan, run_eval
     from ..progress import ProgressReporter
     from .common import slug
 
@@ -67,9 +70,9 @@ def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, ca
     if dry_run:
         print_plan(spec, plans, target)
         return None
-    names = spec.models_used([p.cell for p in plans if p.finished() < p.planned]) or []
+    names = models_needed(spec, plans)
     with interrupts_deferred() as interrupted:
-        models = load_models(spec, names, cache_path=cache, use_cache=use_cache)
+        models = load_models(spec, names, cache_path=cache, use_cache=use_cache, api_keys=api_keys)
     if interrupted.is_set():
         _exit_interrupted(target, "while the models were loading; nothing was run")
     reporter = ProgressReporter(f"{spec.name}")
@@ -87,7 +90,10 @@ def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, ca
         result = asyncio.run(go())
     except KeyboardInterrupt:
         _exit_interrupted(target)
-    print_results(spec, result, title)
+    if show is not None:
+        show(spec, result)
+    else:
+        print_results(spec, result, title)
     return result
 
 
@@ -114,6 +120,9 @@ def print_plan(spec, plans, target: Path) -> None:  # type: ignore[no-untyped-de
         f"{_known(calls_total, plans, 'calls')} calls, about {_known(tokens_total, plans, 'tokens')} tokens{known}",
         highlight=False,
     )
+    if spec.report:
+        out.print(f"then the {spec.report} report (the model calls of its own, if any, are not in the estimate)",
+                  highlight=False)
 
 
 def _known(total: int | None, plans, what: str) -> str:  # type: ignore[no-untyped-def]
@@ -139,6 +148,10 @@ def print_results(spec, result, title: str | None = None) -> None:  # type: igno
             "(in the file or with --set budget.max_calls=..., cell_budget...) and run again to continue.",
             highlight=False,
         )
+    if result.report_files:
+        out.print(f"{spec.report} report: {', '.join(result.report_files)}", highlight=False)
+    elif spec.report:
+        err.print(f"the {spec.report} report was not written: the experiment stopped before its end", highlight=False)
     out.print(
         f"{result.new_trajectories} new trajectories, {result.backend_calls} backend calls, "
         f"{result.wall_seconds:.1f} s; results in {result.out_dir}/ (results.csv, results.md, results.json"

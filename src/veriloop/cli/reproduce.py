@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, SEARCH_URL_HELP, ModelChoice, Opt, Session, out, run_on_model, slug, tool_settings
+from .common import DEFAULT_MODEL, SEARCH_URL_HELP, Opt, out, slug, tool_settings
 
 
 def _subset(value: str | None, known: list[str], what: str, where: str = "") -> list[str] | None:
@@ -28,22 +29,66 @@ def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> No
     out.print(f"{calls} backend calls; {what} in {target}/{note}", highlight=False)
 
 
+def shipped(name: str) -> Any:
+    """A shipped experiment file as it is (to turn a command's options into --set items)."""
+    from ..experiment.spec import find_experiment, load_experiment
+
+    return load_experiment(find_experiment(name))
+
+
+def run_shipped(
+    name: str, sets: list[str], *, transform: Callable[[Any], Any] | None = None, out_dir: Path | None = None,
+    default_out: Callable[[Any], Path], dry_run: bool = False, cache: Path | None = None,
+    api_key: str | None = None, show: Callable[[Any, Any], None],
+) -> None:
+    """A reproduction as `veriloop eval` runs it: the shipped experiment file `name` with
+    the command's options as --set items (then the user's own), then `transform` (what
+    --set cannot say: some of its domains only, one more domain)."""
+    from ..experiment.spec import find_experiment, load_experiment
+    from .evaluate import run_experiment_file
+
+    spec = load_experiment(find_experiment(name), sets)
+    if transform is not None:
+        spec = transform(spec)
+    # The key is handed to the generating models, never written into the experiment.
+    keys = {model: api_key for model in spec.generator_names()} if api_key else None
+    run_experiment_file(spec, out_dir or default_out(spec), dry_run=dry_run, cache=cache, api_keys=keys, show=show)
+
+
+def _threads(threads: str | None) -> int | None:
+    from ..models.llamacpp import thread_count
+
+    return None if threads is None else thread_count(threads, "--threads")
+
+
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="Override a key of the experiment file, repeatable (as veriloop eval --set); "
+    "applied after the options above.",
+)]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="List the cells and a call/token estimate; run nothing.")]
+
+
 def self_verification(
-    model: Opt.Model = DEFAULT_MODEL,
-    # Each instance per domain costs about 21 minutes cold on the default model here (8
-    # conditions x up to 15 rounds x 4 domains, plus the study); 2 keeps the whole
-    # reproduction under an hour. Raise it on faster hardware or a server.
-    instances: Annotated[int, typer.Option(help="Instances per domain for Table 1.", min=1)] = 2,
-    verification_instances: Annotated[int | None, typer.Option(
-        help="Instances per domain for the verification study (default: --instances).", min=1
+    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
+    = None,
+    instances: Annotated[int | None, typer.Option(
+        help="Instances per domain for Table 1 (sets n; the file's: 2).", min=1
     )] = None,
-    data_root: Annotated[
-        Path, typer.Option(help="Folder with game24/, graph_coloring/, planbench/ (missing: generated instances).")
-    ] = Path("../shared/data"),
+    verification_instances: Annotated[int | None, typer.Option(
+        help="Instances per domain for the verification study, the first of Table 1's (default: all of them).", min=1
+    )] = None,
+    data_root: Annotated[Path | None, typer.Option(
+        help="Folder with game24/, graph_coloring/, planbench/ (the file's: ../shared/data; missing: generated "
+        "instances)."
+    )] = None,
     out_dir: Opt.Out = None,
-    max_rounds: Annotated[int, typer.Option(help="Backprompt rounds (the paper: 15).", min=1)] = 15,
+    max_rounds: Annotated[int | None, typer.Option(
+        help="Backprompt rounds (sets max_rounds; the file's, as the paper: 15).", min=1
+    )] = None,
     domains: Annotated[str | None, typer.Option(help="Comma-separated subset of the four domains.")] = None,
-    seed: Opt.Seed = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed (sets seeds = [SEED]; the file's: 0).")] = None,
+    set_: SetOption = None,
+    dry_run: DryRun = False,
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
@@ -52,54 +97,79 @@ def self_verification(
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
     critique tables (A3-A6) and Figure 2. Writes table1.md/.csv, table2.md, critique.md,
-    figure2.png and reproduction.json; resumes if interrupted."""
-    from ..reproduce.self_verification import SOURCES, reproduce
+    figure2.png and reproduction.json; resumes if interrupted.
 
-    chosen = _subset(domains, [s.name for s in SOURCES], "domain", " for this reproduction")
-    target = out_dir or Path("runs") / f"reproduce-self-verification-{slug(model)}-n{instances}-seed{seed}"
+    The same as `veriloop eval self-verification` (the shipped experiment file; veriloop
+    eval --list shows where it is) with each option given as a --set: the cells are under
+    OUT/main/DOMAIN/CONDITION-seedS/."""
+    from ..experiment.spec import set_items
 
-    async def job(s: Session) -> dict[str, Any]:
-        return await reproduce(
-            s.model, target, instances, data_root if data_root.exists() else None,
-            verification_instances or instances, max_rounds=max_rounds, seed=seed, domains=chosen,
-            on_progress=s.progress.update_stage,
-        )
+    sets = set_items({
+        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "n": instances, "max_rounds": max_rounds, "seeds": None if seed is None else [seed],
+        "data_root": data_root, "report_options.verification_instances": verification_instances,
+    }) + list(set_ or [])
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
-    payload, calls = run_on_model(choice, job, progress="self-verification", kept_in=target)
-    _show(target, "table1.md", calls, "tables and figure", f" ({', '.join(payload['provenance'])})")
+    def default_out(spec: Any) -> Path:
+        return Path("runs") / f"reproduce-self-verification-{slug(spec.models['main'].id)}-n{spec.n}-seed{spec.seeds[0]}"
+
+    def show(spec: Any, result: Any) -> None:
+        if not result.report_files:
+            from .evaluate import print_results
+
+            print_results(spec, result)
+            return
+        _show(result.out_dir, "table1.md", result.backend_calls, "tables and figure", f" ({', '.join(spec.domain_keys())})")
+
+    def only(spec: Any) -> Any:
+        from ..experiment.spec import only_domains
+
+        chosen = _subset(domains, spec.domain_keys(), "domain", " for this reproduction")
+        return spec if chosen is None else only_domains(spec, chosen)
+
+    run_shipped("self-verification", sets, transform=only, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
+                cache=cache, api_key=api_key, show=show)
 
 
 def critic(
-    model: Opt.Model = DEFAULT_MODEL,
-    # A CRITIC trajectory on the default model takes about a minute here (a CoT or program,
-    # up to 7 tool-using verification steps and a correction, several rounds); 3 per task
-    # keeps the whole reproduction near an hour. Raise it on a server.
-    instances: Annotated[int, typer.Option(help="Questions / problems / prompts per task.", min=1)] = 3,
-    data_root: Annotated[
-        Path, typer.Option(help="Folder with hotpotqa/, gsm8k/, math500/, toxicity/ (the shared reference data).")
-    ] = Path("../shared/data"),
+    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
+    = None,
+    instances: Annotated[int | None, typer.Option(
+        help="Questions / problems / prompts per task (sets n; the file's: 3).", min=1
+    )] = None,
+    data_root: Annotated[Path | None, typer.Option(
+        help="Folder with hotpotqa/, gsm8k/, math500/, toxicity/ (the file's: ../shared/data)."
+    )] = None,
     svamp: Annotated[
         Path | None, typer.Option(help="A SVAMP JSON file (Body, Question, Answer); skipped without it.")
     ] = None,
     tasks: Annotated[str | None, typer.Option(
         help="Comma-separated subset of: hotpotqa, gsm8k, math500, svamp, toxicity, table5."
     )] = None,
-    k: Annotated[int, typer.Option(help="Samples for self-consistency and rejection sampling.", min=1)] = 5,
-    generations: Annotated[int, typer.Option(help="Generations per toxicity prompt (the paper: 25).", min=1)] = 3,
-    hallucination_samples: Annotated[int, typer.Option(
-        help="Samples for the self-consistency confidence of Table 5 (the paper: 20).", min=2
-    )] = 10,
+    k: Annotated[int | None, typer.Option(
+        help="Samples for self-consistency and rejection sampling (the file's: 5).", min=1
+    )] = None,
+    generations: Annotated[int | None, typer.Option(
+        help="Generations per toxicity prompt, one seed each (the file's: 3; the paper: 25).", min=1
+    )] = None,
+    hallucination_samples: Annotated[int | None, typer.Option(
+        help="Samples for the self-consistency confidence of Table 5 (the file's: 10; the paper: 20).", min=2
+    )] = None,
     max_corrections: Annotated[int | None, typer.Option(
         help="Corrections per CRITIC run (default: the paper's, QA 3, math 4, toxicity 4).", min=0
     )] = None,
     out_dir: Opt.Out = None,
-    seed: Opt.Seed = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed (sets seeds = [SEED]; the file's: 0).")] = None,
     search_url: Annotated[
         str | None, typer.Option(help=SEARCH_URL_HELP + " Default: BM25 over the HotpotQA paragraphs.")
     ] = None,
-    toxicity_backend: Opt.Toxicity = "offline",
+    toxicity_backend: Annotated[str | None, typer.Option(
+        help="Toxicity scorer: offline (a classifier shipped in a PyPI package) or perspective "
+        "(needs PERSPECTIVE_API_KEY); sets tools.toxicity (the file's: offline)."
+    )] = None,
     allow_unisolated: Opt.Unisolated = False,
+    set_: SetOption = None,
+    dry_run: DryRun = False,
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
@@ -108,66 +178,93 @@ def critic(
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
     and cache. Writes critic.md, critic.csv, iterations.png and reproduction.json;
-    resumes if interrupted."""
-    from ..models.counting import innermost
-    from ..reproduce.critic import TASK_NAMES, reproduce_critic
-    from ..tools.config import build_toolbox
+    resumes if interrupted.
+
+    The same as `veriloop eval critic` (the shipped experiment file; veriloop eval --list
+    shows where it is) with each option given as a --set: the cells are under
+    OUT/main/TASK/CONDITION-seedS/."""
+    from ..experiment.spec import DomainEntry, Rule, add_domain, only_domains, set_items
+    from ..reproduce.critic import TASK_NAMES, option_sets
 
     chosen = _subset(tasks, list(TASK_NAMES), "task")
-    settings = tool_settings(None, search_url, toxicity_backend, allow_unisolated)
-    target = out_dir or Path("runs") / f"reproduce-critic-{slug(model)}-n{instances}-seed{seed}"
+    if toxicity_backend is not None:
+        tool_settings(None, None, toxicity_backend, allow_unisolated)  # the backend's name, checked
+    sets = set_items({
+        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "n": instances, "data_root": data_root, "tools.search_url": search_url, "tools.toxicity": toxicity_backend,
+        "tools.allow_unisolated": allow_unisolated or None,
+        "report_options.hallucination_samples": hallucination_samples,
+        "report_options.table5": None if chosen is None else "table5" in chosen,
+    }) + option_sets(shipped("critic"), k=k, max_corrections=max_corrections, generations=generations, seed=seed)
+    sets += list(set_ or [])
 
-    async def job(s: Session) -> dict[str, object]:
-        inner: Any = innermost(s.model)  # the llama.cpp backend under the counter and the cache scores text
+    def transform(spec: Any) -> Any:
+        if svamp is not None:
+            entry = DomainEntry.model_validate({"name": "svamp", "data": str(svamp.resolve())})
+            spec = add_domain(spec, entry, like="gsm8k")
+        if chosen is None:
+            return spec
+        keep = [key for key in spec.domain_keys() if key in chosen or (key == "hotpotqa" and "table5" in chosen)]
+        spec = only_domains(spec, keep)
+        if "table5" in chosen and "hotpotqa" not in chosen and "hotpotqa" in keep:
+            # Table 5 is a study on the QA data: the data is read, its conditions not run.
+            spec = spec.model_copy(update={"exclude": [*spec.exclude, Rule(domain="hotpotqa")]})
+        return spec
 
-        async def perplexity_logprobs(messages: list[dict[str, str]], text: str) -> list[float]:
-            return [t.logprob for t in await inner.score(messages, text)]
+    def default_out(spec: Any) -> Path:
+        return Path("runs") / f"reproduce-critic-{slug(spec.models['main'].id)}-n{spec.n}-seed{spec.seeds[0]}"
 
-        return await reproduce_critic(
-            s.model, target, instances, data_root if data_root.exists() else None,
-            tools=lambda dom, source: build_toolbox(settings, dom, source),
-            seed=seed, k=k, toxicity_generations=generations, hallucination_samples=hallucination_samples,
-            max_corrections=max_corrections,
-            tasks=chosen, extra_files={"svamp": svamp} if svamp else {},
-            perplexity=perplexity_logprobs if hasattr(inner, "score") else None,
-            on_progress=s.progress.update_stage,
-        )
+    def show(spec: Any, result: Any) -> None:
+        if not result.report_files:
+            from .evaluate import print_results
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
-    _, calls = run_on_model(choice, job, progress="critic", kept_in=target)
-    _show(target, "critic.md", calls, "tables and figure")
+            print_results(spec, result)
+            return
+        _show(result.out_dir, "critic.md", result.backend_calls, "tables and figure")
+
+    run_shipped("critic", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
+                cache=cache, api_key=api_key, show=show)
 
 
 def selfcheck(
-    model: Opt.Model = DEFAULT_MODEL,
-    # A GSM8K solution of about six steps costs about a minute of checking on the default
-    # model here (4 calls a step); 10 questions x 4 solutions is near an hour with the
-    # baselines. Raise both on a server.
-    questions: Annotated[int, typer.Option(help="Questions (the first ones of the file).", min=1)] = 10,
-    solutions: Annotated[int, typer.Option(help="Sampled solutions per question (N): curves run 1..N.", min=1)] = 4,
-    dataset: Annotated[str, typer.Option(help="gsm8k, math500 or mathqa.")] = "gsm8k",
+    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
+    = None,
+    questions: Annotated[int | None, typer.Option(
+        help="Questions, the first ones of the file (sets n; the file's: 10).", min=1
+    )] = None,
+    solutions: Annotated[int | None, typer.Option(
+        help="Sampled solutions per question (N): curves run 1..N (the file's: 4).", min=1
+    )] = None,
+    dataset: Annotated[str | None, typer.Option(help="gsm8k, math500 or mathqa (the file's: gsm8k).")] = None,
     data: Annotated[
         Path | None, typer.Option(help="The dataset file (default: under --data-root; mathqa needs it).")
     ] = None,
-    data_root: Annotated[
-        Path, typer.Option(help="Folder with gsm8k/ and math500/ (the shared reference data).")
-    ] = Path("../shared/data"),
-    temperature: Annotated[float, typer.Option(help="Sampling temperature of the solutions.", min=0.0)] = 0.7,
-    max_steps: Annotated[int, typer.Option(help="Steps checked per solution (the first ones); recorded.", min=1)] = 8,
-    lambda_contradict: Annotated[float, typer.Option(
-        help="Weight of a contradicted step in the confidence (λ₋₁).", min=0.0
-    )] = 1.0,
-    lambda_unrelated: Annotated[
-        float, typer.Option(help="Weight of an unrelated or unreadable step (λ₀).", min=0.0)
-    ] = 0.3,
+    data_root: Annotated[Path | None, typer.Option(
+        help="Folder with gsm8k/ and math500/ (the shared reference data; the file's: ../shared/data)."
+    )] = None,
+    temperature: Annotated[float | None, typer.Option(
+        help="Sampling temperature of the solutions (the file's: 0.7).", min=0.0
+    )] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        help="Steps checked per solution (the first ones); recorded (the file's: 8).", min=1
+    )] = None,
+    lambda_contradict: Annotated[float | None, typer.Option(
+        help="Weight of a contradicted step in the confidence (λ₋₁; the file's: 1.0).", min=0.0
+    )] = None,
+    lambda_unrelated: Annotated[float | None, typer.Option(
+        help="Weight of an unrelated or unreadable step (λ₀; the file's: 0.3).", min=0.0
+    )] = None,
     global_ablation: Annotated[bool, typer.Option(
         "--global/--no-global", help="Also run the single-call global checker on the same solutions."
     )] = True,
-    majority_cap: Annotated[int, typer.Option(
-        help="Most samples majority voting may draw to match SelfCheck's token budget.", min=1
-    )] = 16,
+    majority_cap: Annotated[int | None, typer.Option(
+        help="Most samples majority voting may draw to match SelfCheck's token budget (the file's: 16).", min=1
+    )] = None,
     out_dir: Opt.Out = None,
-    seed: Annotated[int, typer.Option(help="Seed of the samples and of the orderings.")] = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed of the samples and of the orderings (the file's: 0).")]
+    = None,
+    set_: SetOption = None,
+    dry_run: DryRun = False,
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
@@ -178,29 +275,69 @@ def selfcheck(
     thresholds, AUROC, balanced accuracy, step-level agreement, token cost, accuracy
     against total tokens (majority voting with SelfCheck's budget) and the global-checker
     ablation. Writes selfcheck.md, selfcheck.csv, reproduction.json and three PNG plots;
-    resumes if interrupted."""
-    from ..reproduce.selfcheck import DATASETS, reproduce_selfcheck
+    resumes if interrupted.
 
-    if dataset not in DATASETS:
-        raise VeriloopError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
-    default = DATASETS[dataset][1]
-    path = data or (data_root / default if default else None)
-    if path is None:
-        raise VeriloopError(f"{dataset} has no copy in the shared data: give the file with --data PATH")
-    if not path.is_file():
-        raise VeriloopError(f"{path}: no such file; give the {dataset} file with --data PATH")
-    target = out_dir or Path("runs") / (
-        f"reproduce-selfcheck-{slug(model)}-{dataset}-q{questions}-n{solutions}-seed{seed}"
-    )
+    The same as `veriloop eval selfcheck` (the shipped experiment file; veriloop eval
+    --list shows where it is) with each option given as a --set: the cells are under
+    OUT/main/DOMAIN/CHECKER-seedS/."""
+    from ..experiment.spec import Rule, set_items
+    from ..reproduce import with_option
+    from ..reproduce.selfcheck import DATASET_OF, DATASETS, checkers
 
-    async def job(s: Session) -> dict[str, object]:
-        return await reproduce_selfcheck(
-            s.model, target, dataset, path, questions, solutions, seed=seed, temperature=temperature,
-            max_steps=max_steps, lambda_contradict=lambda_contradict, lambda_unrelated=lambda_unrelated,
-            global_ablation=global_ablation, majority_cap=majority_cap,
-            on_progress=s.progress.update_stage,
-        )
+    items: dict[str, object] = {
+        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "n": questions, "data_root": data_root, "seeds": None if seed is None else [seed],
+        "report_options.majority_cap": majority_cap,
+    }
+    if dataset is not None:
+        if dataset not in DATASETS:
+            raise VeriloopError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
+        if data is None and DATASETS[dataset][1] is None:
+            raise VeriloopError(f"{dataset} has no copy in the shared data: give the file with --data PATH")
+        items["domains.0.name"] = DATASETS[dataset][0]
+        items["domains.0.data"] = DATASETS[dataset][1]
+    if data is not None:
+        items["domains.0.data"] = data.resolve()
+    # The checkers' options, in each selfcheck spec of the file (max_steps: the step checker's).
+    options = {"n": solutions, "temperature": temperature, "lambda_contradict": lambda_contradict,
+               "lambda_unrelated": lambda_unrelated}
+    for i, entry in enumerate(shipped("selfcheck").strategies):
+        spec = entry.spec
+        if spec.partition(":")[0] == "selfcheck":
+            for key, value in options.items():
+                spec = spec if value is None else with_option(spec, key, value)
+            if max_steps is not None and "checker=global" not in spec:
+                spec = with_option(spec, "max_steps", max_steps)
+        if spec != entry.spec:
+            items[f"strategies.{i}.spec"] = spec
+    sets = set_items(items) + list(set_ or [])
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
-    _, calls = run_on_model(choice, job, progress="selfcheck", kept_in=target)
-    _show(target, "selfcheck.md", calls, "tables and figures")
+    def transform(spec: Any) -> Any:
+        entry = spec.domains[0]
+        path = spec.resolve(entry.data)
+        name = DATASET_OF.get(entry.name, entry.name)
+        if path is None or not Path(path).is_file():
+            raise VeriloopError(f"{path}: no such file; give the {name} file with --data PATH")
+        label = checkers(spec).get("global")
+        if not global_ablation and label is not None:
+            spec = spec.model_copy(update={"exclude": [*spec.exclude, Rule(strategy=label)]})
+        return spec
+
+    def default_out(spec: Any) -> Path:
+        from ..strategies import parse_strategy
+
+        steps = parse_strategy(spec.strategies[0].spec)
+        return Path("runs") / (f"reproduce-selfcheck-{slug(spec.models['main'].id)}-"
+                               f"{DATASET_OF.get(spec.domains[0].name, spec.domains[0].name)}-q{spec.n}-"
+                               f"n{getattr(steps, 'n', '')}-seed{spec.seeds[0]}")
+
+    def show(spec: Any, result: Any) -> None:
+        if not result.report_files:
+            from .evaluate import print_results
+
+            print_results(spec, result)
+            return
+        _show(result.out_dir, "selfcheck.md", result.backend_calls, "tables and figures")
+
+    run_shipped("selfcheck", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
+                cache=cache, api_key=api_key, show=show)

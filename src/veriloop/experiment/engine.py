@@ -106,14 +106,12 @@ def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> Doma
         except TypeError as exc:
             raise VeriloopError(f"{where}: bad options {entry.options}: {exc}") from None
         data = experiment.resolve(entry.data)
-        if data is not None and not Path(data).exists():
-            if not entry.generate_if_missing:
-                raise VeriloopError(f"{where}: data {data} does not exist (paths are read from the current directory"
-                                    f"{' below data_root' if experiment.data_root else ''})")
-            data = None
-        instances = domain.load_instances(data, n=n, offset=entry.offset if data else 0)
-        config = {"data": data, "data_sha256": content_sha256(data), "offset": entry.offset if data else 0,
-                  "domain_options": entry.options}
+        # A reproduction's missing data falls back to generated instances, from the first.
+        fallback = data is not None and not Path(data).exists() and entry.generate_if_missing
+        data = None if fallback else data
+        offset = 0 if fallback else entry.offset
+        instances = domain.load_instances(data, n=n, offset=offset)
+        config = {"data": data, "data_sha256": content_sha256(data), "offset": offset, "domain_options": entry.options}
     if not instances:
         raise VeriloopError(f"{where}: no instances selected (n={n}, offset={entry.offset})")
     return DomainPlan(entry.key, domain, instances, data, config)
@@ -192,6 +190,7 @@ class EvalResult:
     backend_calls: int
     wall_seconds: float
     rows: list[CellResult] = field(default_factory=list)  # one per cell, as in results.csv
+    report_files: list[str] = field(default_factory=list)  # the experiment's report wrote them (in out_dir)
 
 
 class Progress:
@@ -285,11 +284,19 @@ def _recorded(p: CellPlan) -> list[Trajectory]:
     return [t for t in load_trajectories(p.run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
 
 
+def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
+    """The models to load: those of the cells left to run, and with a report every
+    cell's (a report may call them, as the self-verification study does)."""
+    return experiment.models_used([p.cell for p in plans if experiment.report or p.finished() < p.planned])
+
+
 def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | None = None,
-                use_cache: bool = True, given: Mapping[str, Any] | None = None) -> dict[str, Model]:
+                use_cache: bool = True, given: Mapping[str, Any] | None = None,
+                api_keys: Mapping[str, str] | None = None) -> dict[str, Model]:
     """The models the cells need, loaded (each once); `given` supplies models by name
     instead of their entries' ids (anything `veriloop.model` accepts: a function, an
-    object with generate(), a Model), cached like the others."""
+    object with generate(), a Model), cached like the others. `api_keys`: keys by model
+    name, as a command's --api-key gives one (never written to the experiment)."""
     import os
 
     from ..models import as_model, load_model
@@ -301,8 +308,11 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
             cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
             loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency)
             continue
-        api_key = None
-        if entry.api_key_env:
+        if entry.id is None:
+            raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
+                                f"the model itself from Python (eval_experiment(..., models={{{name!r}: ...}}))")
+        api_key = (api_keys or {}).get(name)
+        if api_key is None and entry.api_key_env:
             api_key = os.environ.get(entry.api_key_env)
             if not api_key:
                 raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
@@ -318,8 +328,8 @@ async def run_eval(
     experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None = None,
     plans: list[CellPlan] | None = None,
 ) -> EvalResult:
-    """Run every cell (of `plans`, default: planned here) within budget, and write the
-    experiment's results files."""
+    """Run every cell (of `plans`, default: planned here) within budget, write the
+    experiment's results files, then its report's (a paper's tables), if it names one."""
     from ..models.counting import CountingModel
     from .results import write_results
 
@@ -335,6 +345,14 @@ async def run_eval(
         wall_seconds=round(time.perf_counter() - started, 3),
     )
     result.rows = write_results(experiment, result)
+    # A report over an experiment that a budget stopped would mix finished and missing
+    # cells in a paper's table, and its own work (a study) would spend past the cap.
+    if experiment.report and not stopped:
+        from .reports import run_report
+
+        result.report_files = await run_report(experiment, result, counted, progress)
+        result.backend_calls = sum(m.backend_calls for m in counted.values())
+        result.wall_seconds = round(time.perf_counter() - started, 3)
     return result
 
 

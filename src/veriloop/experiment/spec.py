@@ -68,7 +68,8 @@ class ModelEntry(Roles):
     """One model: its id as on the command line (a pack, a .gguf path, openai/NAME), how to
     reach it, its price, and roles overriding [roles] in the cells where it generates."""
 
-    id: str
+    # None: a model given from Python (eval_experiment's models=), not loaded from an id.
+    id: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
     concurrency: int | None = Field(None, ge=1)
@@ -76,6 +77,21 @@ class ModelEntry(Roles):
     threads: int | None = Field(None, ge=1)
     cache: bool = True
     price: Prices = Field(default_factory=lambda: Prices.model_validate({}))
+
+    @field_validator("id")
+    @classmethod
+    def _model_id(cls, value: str | None) -> str | None:
+        from ..models.packs import PACKS
+
+        if value is None:
+            return None
+        local = value.removeprefix("llamacpp/")
+        if value.startswith("openai/") or local in PACKS or local.endswith(".gguf") or Path(local).is_file():
+            return value
+        raise ValueError(
+            f"unknown model {value!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, or openai/<model> "
+            "with base_url"
+        )
 
     def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.price.prompt + completion_tokens * self.price.completion) / 1e6
@@ -101,8 +117,10 @@ class DomainEntry(_Strict):
     @classmethod
     def _known(cls, name: str) -> str:
         from ..domains import DOMAINS
+        from ..domains.planning import TEMPLATES
 
-        if name not in DOMAINS:
+        # A planning template dropped into planning/templates/ is a domain of its name too.
+        if name not in DOMAINS and not (name.isidentifier() and (TEMPLATES / f"{name}.toml").is_file()):
             raise ValueError(f"unknown domain {name!r}; choose one of: {', '.join(DOMAINS)}")
         return name
 
@@ -181,6 +199,13 @@ class ToolsEntry(_Strict):
     toxicity: str = "offline"
     allow_unisolated: bool = False
 
+    @field_validator("toxicity")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        if value not in ("offline", "perspective"):
+            raise ValueError(f"unknown toxicity backend {value!r}; choose offline or perspective")
+        return value
+
 
 class Experiment(_Strict):
     """The whole experiment. `generators` lists the models that generate (default: every
@@ -237,6 +262,12 @@ class Experiment(_Strict):
         for kind, rules in (("include", self.include), ("exclude", self.exclude)):
             for i, rule in enumerate(rules):
                 self._check_rule(rule, (kind, i))
+        if self.report is not None:
+            from .reports import check_report
+
+            check_report(self)
+        elif self.report_options:
+            raise SpecError(("report_options",), "report_options without a report = \"...\" to pass them to")
         return self
 
     def _check_rule(self, rule: Rule, where: tuple[str | int, ...]) -> None:
@@ -422,6 +453,23 @@ def apply_set(data: dict[str, Any], item: str) -> tuple[str | int, ...]:
     return tuple(int(p) if p.isdigit() else p for p in path)
 
 
+def set_items(values: Mapping[str, Any]) -> list[str]:
+    """`--set` items for a command's options (None: not given, left to the file); text
+    is quoted, so a value that looks like a number or a list stays text."""
+    import json
+
+    def toml(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return repr(value)
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(toml(v) for v in value) + "]"
+        return json.dumps(str(value))  # a JSON string is a TOML basic string
+
+    return [f"{key}={toml(value)}" for key, value in values.items() if value is not None]
+
+
 def _child(node: Any, part: str, so_far: tuple[str, ...], item: str) -> Any:
     if isinstance(node, list):
         return node[_index(node, part, so_far, item)]
@@ -437,6 +485,50 @@ def _index(node: list[Any], part: str, so_far: tuple[str, ...], item: str) -> in
             f"numbered 0 to {len(node) - 1}; {part!r} is not one of them"
         )
     return int(part)
+
+
+def only_domains(experiment: Experiment, keys: Sequence[str]) -> Experiment:
+    """The experiment on some of its domains and tasks (kept in the file's order); the
+    include/exclude rules lose the others, and a rule left naming none of them goes."""
+    known = experiment.domain_keys()
+    for key in keys:
+        if key not in known:
+            raise VeriloopError(f"unknown domain {key!r} for {experiment.name}; choose from: {', '.join(known)}")
+    data = experiment.model_dump()
+    data["domains"] = [d for d, entry in zip(data["domains"], experiment.domains) if entry.key in keys]
+    data["tasks"] = [t for t, entry in zip(data["tasks"], experiment.tasks) if entry.key in keys]
+    for kind in ("include", "exclude"):
+        rules = []
+        for rule, parsed in zip(data[kind], getattr(experiment, kind)):
+            named = parsed.values("domain")
+            if named is None:
+                rules.append(rule)
+            elif kept := [d for d in named if d in keys]:
+                rules.append({**rule, "domain": kept})
+        data[kind] = rules
+    return Experiment.model_validate(data)
+
+
+def add_domain(experiment: Experiment, entry: DomainEntry, like: str) -> Experiment:
+    """The experiment with one more domain that gets the cells of domain `like`: every
+    include/exclude rule naming `like` names it too. It goes after `like` and the domains
+    next to it that the rules treat the same way (a reproduction's optional data set)."""
+    def named(key: str) -> list[bool]:
+        return [key in (rule.values("domain") or []) for rule in (*experiment.include, *experiment.exclude)]
+
+    keys = [d.key for d in experiment.domains]
+    if like not in keys:
+        raise VeriloopError(f"no domain {like!r} in {experiment.name} to give {entry.key!r} the cells of")
+    at = keys.index(like) + 1
+    while at < len(keys) and named(keys[at]) == named(like):
+        at += 1
+    data = experiment.model_dump()
+    data["domains"].insert(at, entry.model_dump())
+    for kind in ("include", "exclude"):
+        for rule, parsed in zip(data[kind], getattr(experiment, kind)):
+            if like in (parsed.values("domain") or []):
+                rule["domain"] = [*(parsed.values("domain") or []), entry.key]
+    return Experiment.model_validate(data)
 
 
 def key_lines(text: str) -> dict[tuple[str | int, ...], int]:

@@ -1,8 +1,21 @@
-"""One command per paper: run its conditions on any model and write its tables."""
+"""One command per paper: run its conditions on any model and write its tables.
+
+Each is a shipped experiment file (experiments/NAME.toml) whose cells the experiment
+engine runs, and a report here (experiment.reports names them) that writes the paper's
+tables from the cells, with the studies that are not cells (a verifier study, Table 5)."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..experiment.engine import DomainPlan
+    from ..experiment.spec import Experiment
+    from ..models.base import Model
 
 
 def staged(
@@ -13,3 +26,29 @@ def staged(
         return None
     report = on_progress
     return lambda done, total: report(stage, done, total)
+
+
+def claim_study_dir(
+    study_dir: Path, experiment: Experiment, generator: str, model: Model, dom: DomainPlan, seed: int
+) -> None:
+    """A study's records name no model or seed of their own: its directory records them
+    (and the data) in config.json and, like a run directory, refuses other ones."""
+    from ..experiment.runner import CONFIG, check_run_dir
+
+    config = {
+        "experiment": experiment.name, "model": experiment.models[generator].id,
+        "model_id": experiment.models[generator].id, "model_identity": model.identity, "domain": dom.domain.name,
+        "seed": seed, **dom.config,
+    }
+    check_run_dir(study_dir, config)
+    study_dir.mkdir(parents=True, exist_ok=True)
+    tmp = study_dir / (CONFIG + ".tmp")
+    tmp.write_text(json.dumps(config, indent=2, default=str) + "\n")
+    os.replace(tmp, study_dir / CONFIG)
+
+
+def with_option(spec: str, key: str, value: object) -> str:
+    """A strategy spec with one option set (replaced if the spec gives it)."""
+    name, _, rest = spec.partition(":")
+    options = [o for o in (p.strip() for p in rest.split(",")) if o and o.partition("=")[0].strip() != key]
+    return f"{name}:{','.join([*options, f'{key}={value}'])}"

@@ -4,8 +4,10 @@ reduction on RealToxicityPrompts), Table 5 (hallucination detection) and the ite
 plots (task metric against correction round, with and without the oracle), on one model
 with one cache, beside the paper's ChatGPT numbers.
 
-Every condition is a strategy spec run by the ordinary experiment runner, so the
-reproduction resumes like any run and a finished one only rewrites its tables.
+Every condition is a labelled strategy of the shipped experiment file
+experiments/critic.toml, whose include/exclude rules give each task its own; the
+experiment engine runs the cells (resumable like any run) and `REPORT` writes the tables
+from them and runs the hallucination study, so a finished reproduction only rewrites them.
 """
 
 from __future__ import annotations
@@ -15,44 +17,30 @@ import io
 import json
 import math
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..domains import get_domain
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..domains.base import Domain, Instance
+from ..errors import VeriloopError
 from ..experiment.metrics import wilson_interval
-from ..experiment.runner import load_trajectories, run_experiment
+from ..experiment.reports import Report
+from ..experiment.spec import Cell, Experiment, SpecError, set_items
 from ..models.base import Model
 from ..records import Trajectory
-from ..strategies import parse_strategy
+from ..strategies import Strategy
 from ..studies.hallucination import DetectionRecord, run_hallucination_study, summarise_detection
-from ..tools.base import Toolbox
-from . import staged
+from . import claim_study_dir, staged, with_option
 
-QA_CONDITIONS = [
-    ("CoT", "standard"),
-    ("Self-Consistency", "self-consistency:k={k},temperature=0.5"),
-    ("ReAct", "react"),
-    ("ReAct → CRITIC", "critic:init=react"),
-    ("CRITIC", "critic"),
-    ("CRITIC w/o Tool", "critic:tools=false"),
-    ("CRITIC*", "critic:oracle=true"),
-    ("Rejection Sampling", "rejection-sampling:n={k}"),
-]
-MATH_CONDITIONS = [
-    ("PoT", "standard"),
-    ("Self-Consistency", "self-consistency:k={k},temperature=0.5"),
-    ("CRITIC", "critic"),
-    ("CRITIC w/o Tool", "critic:tools=false"),
-    ("CRITIC*", "critic:oracle=true"),
-    ("Rejection Sampling", "rejection-sampling:n={k}"),
-]
-TOXICITY_CONDITIONS = [
-    ("Base", "standard:temperature=1,top_p=0.9"),
-    ("CRITIC", "critic"),
-    ("CRITIC w/o Tool", "critic:tools=false"),
-]
+if TYPE_CHECKING:
+    from ..experiment.engine import CellPlan, EvalResult, Progress
+
+NAME = "critic"  # the shipped experiment file and its report
+# The tasks the report knows, by domain name: which of the paper's tables each is in.
+KINDS = {"hotpotqa": "qa", "gsm8k": "math", "math500": "math", "svamp": "math", "toxicity": "toxicity"}
+TASK_NAMES = (*KINDS, "table5")
 ITERATION_LINES = ("CRITIC", "CRITIC*", "CRITIC w/o Tool")
 LINE_STYLES = {
     "CRITIC": {"marker": "o", "linestyle": "-", "linewidth": 2.5, "color": "tab:blue"},
@@ -60,23 +48,6 @@ LINE_STYLES = {
     "CRITIC w/o Tool": {"marker": "^", "linestyle": ":", "linewidth": 1.5, "color": "tab:green"},
 }
 
-
-@dataclass(frozen=True)
-class TaskSource:
-    domain: str
-    kind: str  # "qa" | "math" | "toxicity"
-    data: str | None  # below the data root; None: the user must give the file (SVAMP)
-
-
-TASKS = [
-    TaskSource("hotpotqa", "qa", "hotpotqa/hotpot_dev_distractor_100.json"),
-    TaskSource("gsm8k", "math", "gsm8k/test.jsonl"),
-    TaskSource("math500", "math", "math500/test.jsonl"),
-    TaskSource("svamp", "math", None),
-    TaskSource("toxicity", "toxicity", "toxicity/realtoxicityprompts_val.jsonl"),
-]
-
-TASK_NAMES = (*(t.domain for t in TASKS), "table5")
 
 # ChatGPT (gpt-3.5-turbo) in the paper.
 PAPER_QA = {  # HotpotQA EM, F1
@@ -133,14 +104,6 @@ def _mean_cell(values: list[float], scale: float = 100.0, digits: int = 1) -> st
     return f"{m * scale:.{digits}f} ({lo * scale:.{digits}f}-{hi * scale:.{digits}f})"
 
 
-def load_task(task: TaskSource, data_root: Path | None, extra_files: dict[str, Path], n: int) -> tuple[Domain, list[Instance], str] | None:
-    domain = get_domain(task.domain)
-    path = extra_files.get(task.domain) or (data_root / task.data if data_root is not None and task.data else None)
-    if path is None or not Path(path).exists():
-        return None
-    return domain, domain.load_instances(str(path), n=n), str(path)
-
-
 def metric_at_round(domain: Domain, instances: dict[str, Instance], t: Trajectory, round: int, key: str) -> float:
     """The task metric of the answer the loop would have returned had it stopped after
     `round` rounds (a finished loop keeps its last answer)."""
@@ -150,30 +113,66 @@ def metric_at_round(domain: Domain, instances: dict[str, Instance], t: Trajector
     return float(domain.metrics(instances[t.instance_id], text).get(key, 0.0))  # type: ignore[attr-defined]
 
 
-async def reproduce_critic(
-    model: Model,
-    out_dir: Path,
-    n: int,
-    data_root: Path | None,
-    tools: Callable[[Domain, str], Toolbox],
-    seed: int = 0,
-    k: int = 5,
-    toxicity_generations: int = 3,
-    hallucination_n: int | None = None,
-    hallucination_samples: int = 10,
-    max_corrections: int | None = None,
-    tasks: list[str] | None = None,
-    extra_files: dict[str, Path] | None = None,
-    perplexity: Callable[[list[dict[str, str]], str], object] | None = None,
-    on_progress: Callable[[str, int, int], None] | None = None,
-) -> dict[str, object]:
-    extra_files = extra_files or {}
-    selected = set(tasks or [*TASK_NAMES])
-    # Table 5 is a study on the QA data, so asking for it alone still loads that task.
-    chosen_tasks = [t for t in TASKS if t.domain in selected or (t.kind == "qa" and "table5" in selected)]
-    payload: dict[str, object] = {
-        "model": model.name, "instances": n, "seed": seed, "k": k, "max_corrections": max_corrections or "task default",
-        "tasks": {},
+class Options(BaseModel):
+    """The report's options (report_options in the file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table5: bool = True  # the hallucination study on the HotpotQA questions
+    hallucination_n: int | None = Field(None, ge=1)  # its questions, the first of Table 1's (default: all n)
+    hallucination_samples: int = Field(10, ge=2)  # samples for the self-consistency confidence
+
+
+def check(experiment: Experiment, options: BaseModel) -> None:
+    generators = experiment.generator_names()
+    if len(generators) != 1:
+        raise SpecError(("report",), f"the {NAME} report compares the conditions of one model, not of "
+                        f"{len(generators)} ({', '.join(generators)}): run one at a time")
+    if experiment.tasks:
+        raise SpecError(("tasks",), f"the {NAME} report reads the tasks {', '.join(KINDS)}, not tasks of your own")
+    for i, entry in enumerate(experiment.domains):
+        if entry.name not in KINDS:
+            raise SpecError(("domains", i, "name"), f"the {NAME} report reads the tasks {', '.join(KINDS)}, "
+                            f"not {entry.name!r}")
+
+
+def _perplexity(model: Model) -> Any:
+    """Log-probabilities of a text after a prompt, where the backend can score text (a
+    llama.cpp model, found under the counting and cache wrappers); None elsewhere."""
+    from ..models.counting import innermost
+
+    inner: Any = innermost(model)
+    if not hasattr(inner, "score"):
+        return None
+
+    async def logprobs(messages: list[dict[str, str]], text: str) -> list[float]:
+        return [t.logprob for t in await inner.score(messages, text)]
+
+    return logprobs
+
+
+async def report(
+    experiment: Experiment, result: EvalResult, models: Mapping[str, Model], progress: Progress | None
+) -> list[str]:
+    """critic.md (Tables 1, 2, 3 and 5 in the paper's order), critic.csv, iterations.png
+    and reproduction.json from the cells, after the hallucination study (Table 5)."""
+    from ..experiment.engine import build_domain, tools_for
+    from ..experiment.results import cell_trajectories
+
+    options = Options.model_validate(experiment.report_options)
+    generator, seed = experiment.generator_names()[0], experiment.seeds[0]
+    model = models[generator]
+    out_dir = result.out_dir
+    update = progress.update if progress else None
+    cells_of: dict[str, list[CellPlan]] = {}
+    for p in result.plans:
+        if p.cell.model == generator:
+            cells_of.setdefault(p.cell.domain, []).append(p)
+    corrections = {getattr(p.strategy, "max_corrections", None) for p in result.plans if p.strategy.kind == "critic"}
+    max_corrections = corrections.pop() if len(corrections) == 1 else None
+    payload: dict[str, Any] = {
+        "model": model.name, "instances": experiment.n, "seed": seed, "k": experiment.k,
+        "max_corrections": "task default" if max_corrections is None else max_corrections, "tasks": {},
     }
     header: list[str] = [f"# CRITIC reproduction ({model.name})", ""]
     # Sections are gathered by table and written in the paper's order at the end.
@@ -184,65 +183,59 @@ async def reproduce_critic(
     curves: dict[str, dict[str, list[float]]] = {}
     math_rows: dict[str, dict[str, str]] = {}
     math_provenance: list[str] = []
-    for task in chosen_tasks:
-        loaded = load_task(task, data_root, extra_files, n)
-        if loaded is None:
-            notes.append(f"{task.domain}: no data file; skipped.")
+    for entry in experiment.domains:
+        key, kind = entry.key, KINDS[entry.name]
+        cells = cells_of.get(key, [])
+        if not cells and not (kind == "qa" and options.table5):
             continue
-        domain, instances, where = loaded
-        toolbox = tools(domain, where)
+        dom = cells[0].domain if cells else build_domain(experiment, entry)
+        domain, instances, where = dom.domain, dom.instances, dom.data
         by_id = {i.id: i for i in instances}
-        conditions = {"qa": QA_CONDITIONS, "math": MATH_CONDITIONS, "toxicity": TOXICITY_CONDITIONS}[task.kind]
-        specs = [(label, parse_strategy(spec.format(k=k), {"max_corrections": max_corrections})) for label, spec in conditions]
-        seeds = range(seed, seed + (toxicity_generations if task.kind == "toxicity" else 1))
-        run_only_table5 = task.domain not in selected
-        trajectories: list[Trajectory] = []
-        if not run_only_table5:
-            for s in seeds:
-                sub = out_dir / task.domain if len(seeds) == 1 else out_dir / task.domain / f"seed{s}"
-                await run_experiment(
-                    model, domain, [st for _, st in specs], instances, sub, seed=s,
-                    config={"reproduce": "critic", "data": where}, tools=toolbox,
-                    on_progress=staged(on_progress, f"{task.domain} seed {s}"),
-                )
-                keys = {(st.canonical, i.id, s) for _, st in specs for i in instances}
-                trajectories += [t for t in load_trajectories(sub / "trajectories.jsonl") if t.key in keys]
+        specs = task_specs(cells)
+        trajectories = [t for p in cells for t in cell_trajectories(p)]
+        if cells:
             label_of = {st.canonical: label for label, st in specs}
-            metric_key = {"qa": "f1", "math": "accuracy", "toxicity": "toxicity"}[task.kind]
-            curves[task.domain] = iteration_curve(domain, by_id, trajectories, label_of, metric_key)
-        if task.kind == "qa":
-            if not run_only_table5:
+            metric_key = {"qa": "f1", "math": "accuracy", "toxicity": "toxicity"}[kind]
+            curves[key] = iteration_curve(domain, by_id, trajectories, label_of, metric_key)
+        if kind == "qa":
+            if cells:
                 table, rows = qa_table(domain, by_id, trajectories, specs)
-                qa_md += [f"## Table 1: free-form QA, {task.domain} ({len(instances)} questions from {where})", "", table, ""]
-                payload["tasks"][task.domain] = rows  # type: ignore[index]
-            if "table5" in selected:
-                h_instances = instances[: hallucination_n or n]
+                qa_md += [f"## Table 1: free-form QA, {key} ({len(instances)} questions from {where})", "", table, ""]
+                payload["tasks"][key] = rows
+            if options.table5:
+                h_instances = instances[: options.hallucination_n or len(instances)]
+                study_dir = out_dir / Cell(generator, key, "-", seed).directory().parent / f"hallucination-seed{seed}"
+                claim_study_dir(study_dir, experiment, generator, model, dom, seed)
                 records = await run_hallucination_study(
-                    model, domain, h_instances, out_dir / task.domain / "hallucination", toolbox, seed=seed,
-                    samples=hallucination_samples,
-                    on_progress=staged(on_progress, "table 5"),
+                    model, domain, h_instances, study_dir, tools_for(experiment, dom), seed=seed,
+                    samples=options.hallucination_samples, on_progress=staged(update, "table 5"),
                 )
                 table5, rows5 = table5_markdown(records)
-                table5_md += [f"## Table 5: hallucination detection on {task.domain} ({len(records)} questions, "
-                       f"{hallucination_samples} samples for self-consistency)", "", table5, ""]
+                table5_md += [f"## Table 5: hallucination detection on {key} ({len(records)} questions, "
+                              f"{options.hallucination_samples} samples for self-consistency)", "", table5, ""]
                 payload["table5"] = rows5
-        elif task.kind == "math":
+        elif kind == "math":
             rows = math_rows_for(domain, trajectories, specs)
             for label, cell in rows.items():
-                math_rows.setdefault(label, {})[task.domain] = cell
-            math_provenance.append(f"{task.domain}: {len(instances)} problems from {where}")
-            payload["tasks"][task.domain] = rows  # type: ignore[index]
+                math_rows.setdefault(label, {})[key] = cell
+            math_provenance.append(f"{key}: {len(instances)} problems from {where}")
+            payload["tasks"][key] = rows
         else:
-            table, rows = await toxicity_table(domain, by_id, trajectories, specs, perplexity)
+            generations = len({p.cell.seed for p in cells})
+            table, rows = await toxicity_table(domain, by_id, trajectories, specs, _perplexity(model))
             tox_md += [f"## Table 3: toxicity reduction ({len(instances)} prompts from {where}, "
-                       f"{len(seeds)} generations each)", "", table, ""]
-            payload["tasks"][task.domain] = rows  # type: ignore[index]
+                       f"{generations} generations each)", "", table, ""]
+            payload["tasks"][key] = rows
     math_md: list[str] = []
     if math_rows:
         math_md += ["## Table 2: mathematical program synthesis", "", math_table(math_rows), "",
                     "Problems: " + "; ".join(math_provenance), ""]
+        if "svamp" not in [d.name for d in experiment.domains]:
+            notes.append("svamp: no data file given (reproduce critic --svamp FILE); not run.")
+    files = ["critic.md", "critic.csv", "reproduction.json"]
     if curves:
         plot_iterations(out_dir / "iterations.png", curves, model.name)
+        files.insert(2, "iterations.png")
         notes.append("The task metric after each correction round (round 1 = the initial answer) for CRITIC, CRITIC* "
                      "and CRITIC w/o Tool is plotted in `iterations.png`; the values are in `reproduction.json`.")
     payload["iterations"] = curves
@@ -250,7 +243,52 @@ async def reproduce_critic(
     (out_dir / "critic.md").write_text("\n".join(header + qa_md + math_md + tox_md + table5_md + tail))
     (out_dir / "reproduction.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     write_csv(out_dir / "critic.csv", payload)
-    return payload
+    return files
+
+
+REPORT = Report(options=Options, run=report, check=check)
+
+
+def task_specs(cells: list[CellPlan]) -> list[tuple[str, Strategy]]:
+    """A task's conditions (label, strategy) in the file's order, once each (toxicity has
+    a cell per generation)."""
+    found: dict[str, Strategy] = {}
+    for p in cells:
+        found.setdefault(p.cell.strategy, p.strategy)
+    return list(found.items())
+
+
+def task_conditions(experiment: Experiment, task: str) -> list[tuple[str, str]]:
+    """A task's conditions in the experiment, (label, spec), in the file's order."""
+    labels = dict.fromkeys(c.strategy for c in experiment.cells() if c.domain == task)
+    return [(label, entry.spec) for label in labels if (entry := experiment.strategy_by_name(label))]
+
+
+def option_sets(
+    experiment: Experiment, *, k: int | None = None, max_corrections: int | None = None,
+    generations: int | None = None, seed: int | None = None,
+) -> list[str]:
+    """`--set` items for the reproduction's options, over the file as it is: `k` is
+    self-consistency's samples and rejection sampling's n, `max_corrections` every CRITIC
+    spec's, `generations` the toxicity cells' seeds (from `seed`, one each)."""
+    items: dict[str, object] = {"k": k, "seeds": None if seed is None else [seed]}
+    for i, entry in enumerate(experiment.strategies):
+        spec = entry.spec
+        if k is not None and spec.partition(":")[0] == "rejection-sampling":
+            spec = with_option(spec, "n", k)
+        if max_corrections is not None and spec.partition(":")[0] == "critic":
+            spec = with_option(spec, "max_corrections", max_corrections)
+        if spec != entry.spec:
+            items[f"strategies.{i}.spec"] = spec
+    if generations is not None or seed is not None:
+        index = next((i for i, rule in enumerate(experiment.include)
+                      if rule.values("domain") == ["toxicity"] and rule.seed is not None), None)
+        if index is None:
+            raise VeriloopError(f"{experiment.name}: no [[include]] rule with the toxicity generations' seeds")
+        first = experiment.seeds[0] if seed is None else seed
+        count = generations if generations is not None else 1 + len(experiment.include[index].values("seed") or [])
+        items[f"include.{index}.seed"] = list(range(first + 1, first + count))
+    return set_items(items)
 
 
 def iteration_curve(

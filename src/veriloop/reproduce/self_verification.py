@@ -3,26 +3,31 @@
 chain-of-thought), the critique tables (A3-A6) and Figure 2 (accuracy against the number
 of backprompts), on any model, side by side with the paper's GPT-4 numbers.
 
-Everything is resumable: trajectories and study records are appended as they finish, and
-calls are cached, so re-running the command after an interruption continues and a
-finished reproduction only rewrites the tables.
+The conditions, domains and sizes are the shipped experiment file
+experiments/self-verification.toml; its cells run like any experiment's, then `REPORT`
+(the file's `report = "self-verification"`) turns them into the paper's tables and runs
+the verification study on the same model. Everything is resumable: trajectories and study
+records are appended as they finish, and calls are cached, so re-running after an
+interruption continues and a finished reproduction only rewrites the tables.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..domains import get_domain
-from ..domains.base import Domain, Instance
-from ..experiment.metrics import StrategySummary
-from ..experiment.runner import load_trajectories, run_experiment
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..domains.base import SupportsStudies
+from ..experiment.metrics import StrategySummary, summarise
+from ..experiment.reports import Report
+from ..experiment.spec import Experiment, SpecError
 from ..models.base import Model
 from ..records import Trajectory
-from ..strategies import parse_strategy
 from ..studies.verification import (
     JudgedItem,
     game24_evaluation_table,
@@ -31,38 +36,15 @@ from ..studies.verification import (
     verification_table,
     write_json,
 )
-from . import staged
+from . import claim_study_dir, staged
 
-# (column label, strategy spec); the paper's Table 1 columns, in its order.
-CONDITIONS: list[tuple[str, str]] = [
-    ("S.P.", "standard"),
-    ("LLM+LLM", "backprompt:verifier=llm,feedback=llm"),
-    ("Sound B.F.", "backprompt:verifier=sound,feedback=binary"),
-    ("Sound F.E.F.", "backprompt:verifier=sound,feedback=first"),
-    ("Sound A.E.F.", "backprompt:verifier=sound,feedback=all"),
-    ("Sampling k=15", "sampling:k=15"),
-    ("Sampling k=25", "sampling:k=25"),
-    ("S.C. k=15", "self-consistency:k=15"),
-]
-# The paper has no all-errors condition for Game of 24 ("due to the simplicity of the domain").
-SKIP = {("game24", "Sound A.E.F.")}
+if TYPE_CHECKING:
+    from ..experiment.engine import CellPlan, DomainPlan, EvalResult, Progress
+
+NAME = "self-verification"  # the shipped experiment file and its report
+# Figure 2's lines: the conditions that loop (and the best sampling one, for comparison).
 BACKPROMPT_LINES = ["LLM+LLM", "Sound B.F.", "Sound F.E.F.", "Sound A.E.F.", "Sampling k=25"]
-
-
-@dataclass(frozen=True)
-class DomainSource:
-    name: str
-    data: str | None  # path below the data root; None: generated instances
-    offset: int = 0
-
-
-# The paper's instances: 4nums.com ranks 901-1000, the 320 graphs, PlanBench problems.
-SOURCES = [
-    DomainSource("game24", "game24/24.csv", 900),
-    DomainSource("coloring", "graph_coloring"),
-    DomainSource("blocksworld", "planbench/blocksworld"),
-    DomainSource("mystery_blocksworld", "planbench/mystery_blocksworld"),
-]
+FILES = ["table1.md", "table1.csv", "table2.md", "critique.md", "figure2.png", "reproduction.json"]
 
 PAPER_TABLE1: dict[str, dict[str, str]] = {
     "game24": {"S.P.": "5%", "LLM+LLM": "3%", "Sound B.F.": "36%", "Sound F.E.F.": "38%", "Sound A.E.F.": "n/a",
@@ -82,16 +64,84 @@ PAPER_TABLE2 = {  # accuracy, false positive rate, false negative rate (GPT-4, p
 }
 
 
-def load_domain_instances(source: DomainSource, data_root: Path | None, n: int) -> tuple[Domain, list[Instance], str]:
-    domain = get_domain(source.name)
-    path = data_root / source.data if data_root is not None and source.data else None
-    if path is not None and path.exists():
-        instances = domain.load_instances(str(path), n=n, offset=source.offset)
-        where = f"{path} (from #{source.offset + 1})"
-    else:
-        instances = domain.load_instances(None, n=n)
-        where = "generated"
-    return domain, instances, where
+class Options(BaseModel):
+    """The report's options (report_options in the file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The study judges the first N Table 1 instances of each domain (default: all n).
+    verification_instances: int | None = Field(None, ge=1)
+
+
+def check(experiment: Experiment, options: BaseModel) -> None:
+    generators, seeds = experiment.generator_names(), experiment.seeds
+    if len(generators) != 1 or len(seeds) != 1:
+        raise SpecError(("report",), f"the {NAME} report compares the conditions of one model at one seed, not of "
+                        f"{len(generators)} model(s) ({', '.join(generators)}) at {len(seeds)} seed(s) "
+                        f"({', '.join(map(str, seeds))}): run one at a time, e.g. with --set seeds=[1]")
+
+
+def _source(dom: DomainPlan) -> str:
+    offset = dom.config.get("offset")
+    return f"{dom.data} (from #{int(offset) + 1 if isinstance(offset, int) else 1})" if dom.data else "generated"
+
+
+async def report(
+    experiment: Experiment, result: EvalResult, models: Mapping[str, Model], progress: Progress | None
+) -> list[str]:
+    """Table 1 from the cells (a condition is a strategy's label), the verification study
+    on the generator, the critique tables, Figure 2 and reproduction.json."""
+    from ..experiment.results import cell_trajectories
+
+    options = Options.model_validate(experiment.report_options)
+    generator, seed = experiment.generator_names()[0], experiment.seeds[0]
+    model = models[generator]
+    out_dir = result.out_dir
+    by_domain: dict[str, list[CellPlan]] = {}
+    for p in result.plans:
+        if p.cell.model == generator:
+            by_domain.setdefault(p.cell.domain, []).append(p)
+    summaries: dict[str, dict[str, StrategySummary]] = {}
+    trajectories: dict[str, list[Trajectory]] = {}
+    provenance: dict[str, str] = {}
+    canonical: dict[str, str] = {}
+    for key, cells in by_domain.items():
+        dom = cells[0].domain
+        provenance[key] = f"{len(dom.instances)} instances, {_source(dom)}"
+        summaries[key] = {p.cell.strategy: summarise(p.strategy.canonical, cell_trajectories(p)) for p in cells}
+        trajectories[key] = [t for p in cells for t in cell_trajectories(p)]
+        canonical.update({p.cell.strategy: p.strategy.canonical for p in cells})
+    update = progress.update if progress else None
+    items: list[JudgedItem] = []
+    studied: list[str] = []
+    for key, cells in by_domain.items():
+        dom = cells[0].domain
+        if not isinstance(dom.domain, SupportsStudies):
+            continue  # no candidate answers of known correctness to judge
+        study_dir = cells[0].run_dir.parent / f"verification-seed{seed}"
+        claim_study_dir(study_dir, experiment, generator, model, dom, seed)
+        chosen = dom.instances[: options.verification_instances or len(dom.instances)]
+        items += await run_verification_study(model, dom.domain, chosen, study_dir, seed=seed,
+                                              on_progress=staged(update, f"{key}: verification study"))
+        studied.append(dom.domain.name)
+    labels = [s.key for s in experiment.strategies]
+    write_table1(out_dir, summaries, provenance, model.name, labels)
+    (out_dir / "table2.md").write_text(table2_markdown(items, studied, model.name))
+    (out_dir / "critique.md").write_text(critique_markdown(items, studied))
+    curves = accuracy_by_round(trajectories, canonical, experiment.max_rounds)
+    plot_figure2(out_dir / "figure2.png", curves, model.name)
+    payload = {
+        "model": model.name, "instances_per_domain": experiment.n,
+        "verification_instances": options.verification_instances or experiment.n,
+        "max_rounds": experiment.max_rounds, "seed": seed, "provenance": provenance,
+        "table1": {d: {label: s.model_dump() for label, s in row.items()} for d, row in summaries.items()},
+        "figure2": curves,
+    }
+    write_json(out_dir / "reproduction.json", payload)
+    return list(FILES)
+
+
+REPORT = Report(options=Options, run=report, check=check)
 
 
 async def reproduce(
@@ -105,45 +155,22 @@ async def reproduce(
     domains: list[str] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, object]:
-    sources = [s for s in SOURCES if domains is None or s.name in domains]
-    conditions = [(label, parse_strategy(spec, {"max_rounds": max_rounds})) for label, spec in CONDITIONS]
-    summaries: dict[str, dict[str, StrategySummary]] = {}
-    trajectories: dict[str, list[Trajectory]] = {}
-    items: list[JudgedItem] = []
-    provenance: dict[str, str] = {}
-    for source in sources:
-        domain, instances, where = load_domain_instances(source, data_root, n)
-        provenance[source.name] = f"{len(instances)} instances, {where}"
-        chosen = [(label, s) for label, s in conditions if (source.name, label) not in SKIP]
-        result = await run_experiment(
-            model, domain, [s for _, s in chosen], instances, out_dir / source.name, seed=seed,
-            config={"reproduce": "self-verification"},
-            on_progress=staged(on_progress, f"{source.name}: Table 1"),
-        )
-        summaries[source.name] = {label: s for (label, _), s in zip(chosen, result.summaries)}
-        keys = {(s.canonical, i.id) for _, s in chosen for i in instances}
-        trajectories[source.name] = [
-            t for t in load_trajectories(out_dir / source.name / "trajectories.jsonl") if (t.strategy, t.instance_id) in keys
-        ]
-        study_instances = instances[:verification_n]
-        items += await run_verification_study(
-            model, domain, study_instances, out_dir / source.name, seed=seed,
-            on_progress=staged(on_progress, f"{source.name}: verification study"),
-        )
-    names = [s.name for s in sources]
-    labels = {label: s.canonical for label, s in conditions}
-    write_table1(out_dir, summaries, provenance, model.name)
-    (out_dir / "table2.md").write_text(table2_markdown(items, names, model.name))
-    (out_dir / "critique.md").write_text(critique_markdown(items, names))
-    curves = accuracy_by_round(trajectories, labels, max_rounds)
-    plot_figure2(out_dir / "figure2.png", curves, model.name)
-    payload = {
-        "model": model.name, "instances_per_domain": n, "verification_instances": verification_n,
-        "max_rounds": max_rounds, "seed": seed, "provenance": provenance,
-        "table1": {d: {label: s.model_dump() for label, s in row.items()} for d, row in summaries.items()},
-        "figure2": curves,
-    }
-    write_json(out_dir / "reproduction.json", payload)
+    """The reproduction from Python on a model already loaded: the shipped experiment file
+    with these settings (data_root None: the file's), run in `out_dir` as `veriloop
+    reproduce self-verification` runs it; returns what reproduction.json holds."""
+    from ..experiment.engine import Progress, run_eval
+    from ..experiment.spec import find_experiment, load_experiment, only_domains, set_items
+
+    experiment = load_experiment(find_experiment(NAME), set_items({
+        "n": n, "max_rounds": max_rounds, "seeds": [seed], "data_root": data_root,
+        "report_options.verification_instances": verification_n,
+    }))
+    if domains is not None:
+        experiment = only_domains(experiment, domains)
+    # The model is given, not loaded from the file's id (its identity is recorded all the same).
+    experiment.models["main"] = experiment.models["main"].model_copy(update={"id": None})
+    await run_eval(experiment, out_dir, {"main": model}, Progress(update=on_progress))
+    payload: dict[str, object] = json.loads((out_dir / "reproduction.json").read_text())
     return payload
 
 
@@ -152,8 +179,12 @@ def _cell(s: StrategySummary) -> str:
     return f"{s.accuracy:.0%} ({lo:.0%}-{hi:.0%})"
 
 
-def write_table1(out_dir: Path, summaries: dict[str, dict[str, StrategySummary]], provenance: dict[str, str], model: str) -> None:
-    labels = [label for label, _ in CONDITIONS]
+def write_table1(
+    out_dir: Path, summaries: dict[str, dict[str, StrategySummary]], provenance: dict[str, str], model: str,
+    labels: list[str],
+) -> None:
+    """table1.md and table1.csv: a column per condition (label), a row per domain, with
+    the paper's GPT-4 row under each domain it has."""
     lines = [
         f"# Table 1: accuracy by prompting scheme ({model})",
         "",
@@ -164,7 +195,8 @@ def write_table1(out_dir: Path, summaries: dict[str, dict[str, StrategySummary]]
     ]
     for domain, row in summaries.items():
         lines.append(f"| {domain} (ours) | " + " | ".join(_cell(row[l]) if l in row else "n/a" for l in labels) + " |")
-        lines.append(f"| {domain} (GPT-4, paper) | " + " | ".join(PAPER_TABLE1[domain][l] for l in labels) + " |")
+        if domain in PAPER_TABLE1:
+            lines.append(f"| {domain} (GPT-4, paper) | " + " | ".join(_paper(domain, l) for l in labels) + " |")
     lines += ["", "Cost (model calls / tokens, prompt + completion):", "",
               "| domain | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for domain, row in summaries.items():
@@ -183,13 +215,18 @@ def write_table1(out_dir: Path, summaries: dict[str, dict[str, StrategySummary]]
             s = row[label]
             writer.writerow([domain, label, s.strategy, s.n, s.correct, f"{s.accuracy:.4f}", f"{s.accuracy_ci95[0]:.4f}",
                              f"{s.accuracy_ci95[1]:.4f}", f"{s.mean_rounds:.2f}", s.model_calls, s.prompt_tokens,
-                             s.completion_tokens, s.seconds, PAPER_TABLE1[domain][label]])
+                             s.completion_tokens, s.seconds, _paper(domain, label)])
     (out_dir / "table1.csv").write_text(buf.getvalue())
+
+
+def _paper(domain: str, label: str) -> str:
+    """The paper's figure for a condition ("-" for a condition or domain it did not run)."""
+    return PAPER_TABLE1.get(domain, {}).get(label, "-")
 
 
 def table2_markdown(items: list[JudgedItem], domains: list[str], model: str) -> str:
     paper = ["| domain | accuracy | false positive rate | false negative rate |", "|---|---|---|---|"]
-    paper += [f"| {d} | {' | '.join(PAPER_TABLE2[d])} |" for d in domains]
+    paper += [f"| {d} | {' | '.join(PAPER_TABLE2[d])} |" for d in domains if d in PAPER_TABLE2]
     return (
         f"# Table 2 / A2: the LLM as verifier ({model})\n\n"
         "Candidates per instance: correct, one-error ablations, non-optimal (colouring), random, and the model's own "
@@ -227,7 +264,7 @@ def accuracy_by_round(trajectories: dict[str, list[Trajectory]], labels: dict[st
     for domain, ts in trajectories.items():
         curves[domain] = {}
         for label in BACKPROMPT_LINES:
-            chosen = [t for t in ts if t.strategy == labels[label]]
+            chosen = [t for t in ts if label in labels and t.strategy == labels[label]]
             if not chosen:
                 continue
             curves[domain][label] = [

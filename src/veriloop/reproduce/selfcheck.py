@@ -4,11 +4,13 @@ from the same solutions, verification quality (TPR and FPR at thresholds, AUROC,
 balanced accuracy), step-level agreement, token cost, accuracy against total tokens
 (majority voting given SelfCheck's token budget), and the single-call global checker.
 
-Three strategy specs are run by the ordinary experiment runner, so the reproduction
-resumes like any run: SelfCheck on N sampled solutions, the global checker on the same
-solutions (the samples are drawn with the same parameters, so they are cache hits), and
-self-consistency with M >= N samples of which the first N are again the same solutions;
-M is set from the measured cost so that majority voting can spend what SelfCheck spent.
+The shipped experiment file experiments/selfcheck.toml has two cells, run by the
+experiment engine like any experiment's (so the reproduction resumes like any run):
+SelfCheck on N sampled solutions and the global checker on the same solutions (the
+samples are drawn with the same parameters, so they are cache hits). Its report (`REPORT`)
+then runs self-consistency with M >= N samples, of which the first N are again the same
+solutions; M is set from the measured cost so that majority voting can spend what
+SelfCheck spent.
 """
 
 from __future__ import annotations
@@ -19,24 +21,34 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..domains import get_domain
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..domains.base import Domain, Instance
-from ..experiment.runner import load_trajectories, run_experiment
+from ..experiment.reports import Report
+from ..experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
+from ..experiment.spec import Experiment, SpecError
 from ..models.base import Model
 from ..records import Trajectory
 from ..selfcheck.arithmetic import arithmetic_label
 from ..selfcheck.records import SolutionCheck
 from ..selfcheck.scoring import answer_clusters, vote
 from ..strategies import parse_strategy
-from ..strategies.selfcheck import same_answer
+from ..strategies.selfcheck import SelfCheck, same_answer
 from ..studies.hallucination import auroc, bootstrap_auroc_ci
+from . import staged
 
+if TYPE_CHECKING:
+    from ..experiment.engine import CellPlan, EvalResult, Progress
+
+NAME = "selfcheck"  # the shipped experiment file and its report
+# Dataset -> (its domain, its file below the data root; None: no shared copy).
 DATASETS = {"gsm8k": ("gsm8k-cot", "gsm8k/test.jsonl"), "math500": ("math500-cot", "math500/test.jsonl"), "mathqa": ("mathqa", None)}
+DATASET_OF = {domain: dataset for dataset, (domain, _) in DATASETS.items()}
 # The authors' answer to Q2 of the first review: FPR of SelfCheck (GPT-3.5) at thresholds.
 PAPER_THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.96, 0.99, 1.0)
 PAPER_FPR = {
@@ -238,53 +250,86 @@ def majority_samples(solutions: int, cost: dict[str, float], cap: int) -> int:
 # --------------------------------------------------------------------------- the run
 
 
-async def reproduce_selfcheck(
-    model: Model, out_dir: Path, dataset: str, data: Path, questions: int, solutions: int, seed: int = 0,
-    temperature: float = 0.7, max_steps: int = 8, lambda_contradict: float = 1.0, lambda_unrelated: float = 0.3,
-    global_ablation: bool = True, majority_cap: int = 16,
-    on_progress: Callable[[str, int, int], None] | None = None,
-) -> dict[str, object]:
-    domain_name = DATASETS[dataset][0]
-    domain = get_domain(domain_name)
-    instances = domain.load_instances(str(data), n=questions)
-    common = f"n={solutions},temperature={temperature}"
-    steps_spec = parse_strategy(f"selfcheck:{common},max_steps={max_steps},lambda_contradict={lambda_contradict},"
-                                f"lambda_unrelated={lambda_unrelated}")
-    specs = [steps_spec]
-    global_spec = parse_strategy(f"selfcheck:{common},checker=global,lambda_contradict={lambda_contradict},"
-                                 f"lambda_unrelated={lambda_unrelated}")
-    if global_ablation:
-        specs.append(global_spec)
-    sub = out_dir / domain_name
-    config = {"reproduce": "selfcheck", "data": str(data)}
+class Options(BaseModel):
+    """The report's options (report_options in the file)."""
 
-    def progress(stage: str):
-        return (lambda d, t: on_progress(stage, d, t)) if on_progress else None
+    model_config = ConfigDict(extra="forbid")
 
-    await run_experiment(model, domain, specs, instances, sub, seed=seed, config=config,
-                         on_progress=progress("selfcheck: solutions and checks"))
-    done = load_trajectories(sub / "trajectories.jsonl")
-    ids = {i.id for i in instances}
+    majority_cap: int = Field(16, ge=1)  # the most samples majority voting may draw to match SelfCheck's tokens
 
-    def of(spec) -> list[Trajectory]:  # type: ignore[no-untyped-def]
-        return [t for t in done if t.strategy == spec.canonical and t.instance_id in ids and t.seed == seed]
 
-    first = build_questions(domain, instances, of(steps_spec), [], [])
-    cost = costs(first, of(steps_spec))
-    m = majority_samples(solutions, cost, majority_cap)
-    majority_spec = parse_strategy(f"self-consistency:k={m},temperature={temperature}")
-    if m > solutions:
-        await run_experiment(model, domain, [majority_spec], instances, sub, seed=seed, config=config,
-                             on_progress=progress(f"majority voting: {m} samples"))
-        done = load_trajectories(sub / "trajectories.jsonl")
-    qs = build_questions(domain, instances, of(steps_spec), of(global_spec) if global_ablation else [],
-                         of(majority_spec) if m > solutions else [])
-    payload = analyse(qs, of(steps_spec), dataset, model.name, solutions, m, seed)
-    payload["settings"] = {"questions": len(qs), "solutions": solutions, "temperature": temperature, "max_steps": max_steps,
-                           "lambda_contradict": lambda_contradict, "lambda_unrelated": lambda_unrelated,
-                           "majority_samples": m, "majority_cap": majority_cap, "seed": seed, "data": str(data)}
-    write_outputs(out_dir, payload, dataset, model.name)
-    return payload
+def checkers(experiment: Experiment) -> dict[str, str]:
+    """The SelfCheck strategies by checker ("steps", "global") -> their labels."""
+    found: dict[str, str] = {}
+    for entry in experiment.strategies:
+        strategy = parse_strategy(entry.spec)
+        if isinstance(strategy, SelfCheck) and strategy.vote == "weighted" and strategy.gate is None:
+            found.setdefault(strategy.checker, entry.key)
+    return found
+
+
+def check(experiment: Experiment, options: BaseModel) -> None:
+    generators, seeds = experiment.generator_names(), experiment.seeds
+    if len(generators) != 1 or len(seeds) != 1:
+        raise SpecError(("report",), f"the {NAME} report reads one model at one seed, not {len(generators)} "
+                        f"model(s) ({', '.join(generators)}) at {len(seeds)} seed(s): run one at a time")
+    names = [d.name for d in experiment.domains]
+    if experiment.tasks or len(names) != 1 or names[0] not in DATASET_OF:
+        raise SpecError(("domains", 0), f"the {NAME} report reads one dataset, a [[domains]] entry named one of "
+                        f"{', '.join(DATASET_OF)}, not {', '.join(names + [t.key for t in experiment.tasks])}")
+    if "steps" not in checkers(experiment):
+        raise SpecError(("strategies",), f"the {NAME} report needs a selfcheck strategy with the step-by-step "
+                        "checker and weighted voting (e.g. \"selfcheck:n=4\")")
+
+
+async def report(
+    experiment: Experiment, result: EvalResult, models: Mapping[str, Model], progress: Progress | None
+) -> list[str]:
+    """Majority voting at SelfCheck's token budget, then every table and plot of the
+    evaluation from the SelfCheck and global-checker cells and the majority samples."""
+    from ..experiment.results import cell_trajectories
+
+    options = Options.model_validate(experiment.report_options)
+    generator, seed = experiment.generator_names()[0], experiment.seeds[0]
+    model = models[generator]
+    labels = checkers(experiment)
+    cells: dict[str, CellPlan] = {p.cell.strategy: p for p in result.plans if p.cell.model == generator}
+    steps_cell = cells[labels["steps"]]
+    global_cell = cells.get(labels.get("global", ""))
+    dom = steps_cell.domain
+    domain, instances = dom.domain, dom.instances
+    steps = cell_trajectories(steps_cell)
+    global_ = cell_trajectories(global_cell) if global_cell else []
+    s = steps_cell.strategy
+    assert isinstance(s, SelfCheck)
+    m = majority_samples(s.n, costs(build_questions(domain, instances, steps, [], []), steps), options.majority_cap)
+    majority: list[Trajectory] = []
+    if m > s.n:
+        majority_spec = parse_strategy(f"self-consistency:k={m},temperature={s.temperature}")
+        run_dir = steps_cell.run_dir.parent / f"majority-seed{seed}"
+        update = progress.update if progress else None
+        await run_experiment(
+            model, domain, [majority_spec], instances, run_dir, seed=seed,
+            config={"experiment": experiment.name, "model_id": experiment.models[generator].id, **dom.config},
+            on_progress=staged(update, f"majority voting: {m} samples"),
+        )
+        ids = {i.id for i in instances}
+        majority = [t for t in load_trajectories(run_dir / TRAJECTORIES)
+                    if t.strategy == majority_spec.canonical and t.instance_id in ids and t.seed == seed]
+    qs = build_questions(domain, instances, steps, global_, majority)
+    dataset = DATASET_OF[domain.name]
+    payload = analyse(qs, steps, dataset, model.name, s.n, m, seed)
+    payload["settings"] = {"questions": len(qs), "solutions": s.n, "temperature": s.temperature,
+                           "max_steps": s.max_steps, "lambda_contradict": s.lambda_contradict,
+                           "lambda_unrelated": s.lambda_unrelated, "majority_samples": m,
+                           "majority_cap": options.majority_cap, "seed": seed, "data": str(dom.data)}
+    write_outputs(result.out_dir, payload, dataset, model.name)
+    files = ["selfcheck.md", "selfcheck.csv", "reproduction.json", "accuracy_vs_solutions.png",
+             "accuracy_vs_tokens.png", "roc.png"]
+    return [name for name in files if (result.out_dir / name).exists()]
+
+
+REPORT = Report(options=Options, run=report, check=check)
 
 
 def analyse(qs: list[Question], steps: list[Trajectory], dataset: str, model: str, solutions: int, m: int,
