@@ -269,7 +269,10 @@ def test_a_spent_experiment_budget_stops_cleanly_and_a_higher_cap_continues_with
         ("standard", 3, "complete"), ("sampling:k=2", 1, "incomplete"), ("LLM judge", 0, "incomplete")]
     assert first.incomplete_cells == ["gen · sums · sampling:k=2 · seed 0", "gen · sums · LLM judge · seed 0"]
     assert (first.backend_calls, len(script.generator_calls)) == (6, 6)
-    assert "Stopped early: the experiment budget is spent" in (tmp_path / "exp" / "results.md").read_text()
+    md = (tmp_path / "exp" / "results.md").read_text()
+    assert "\nStopped early: the experiment budget is spent (6 of 6 calls; max_calls).\n\nIncomplete cells (2): gen · " \
+           "sums · sampling:k=2 · seed 0; gen · sums · LLM judge · seed 0.\n" in md
+    assert "| gen | sums | sampling:k=2 | 0 | 0/1 = 0% | 0%-79% | 2.00 | 2 | 30 |" in md and "| incomplete 1/3 |" in md
 
     same = run(tmp_path, script, budget={"max_calls": 6})
     assert (same.backend_calls, same.stopped) == (0, first.stopped)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import VeriloopError
 from .common import Opt, _exit_interrupted, err, interrupts_deferred, out
+
+if TYPE_CHECKING:
+    from ..experiment.engine import CellPlan, EvalResult
+    from ..experiment.spec import Experiment
 
 
 def eval_command(
@@ -53,9 +58,11 @@ def eval_command(
     run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache, use_cache=not no_cache)
 
 
-def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, cache: Path | None = None,  # type: ignore[no-untyped-def]
-                        use_cache: bool = True, title: str | None = None, api_keys: dict[str, str] | None = None,
-                        show=None):
+def run_experiment_file(
+    spec: Experiment, out_dir: Path | None, *, dry_run: bool = False, cache: Path | None = None,
+    use_cache: bool = True, title: str | None = None, api_keys: dict[str, str] | None = None,
+    show: Callable[[Experiment, EvalResult], None] | None = None,
+) -> EvalResult | None:
     """Plan, (dry-run or) run and report an experiment; returns the EvalResult (None for a
     dry run). `api_keys`: by model name (a command's --api-key); `show(spec, result)`
     prints the outcome instead of the results table (a reproduction prints its paper's)."""
@@ -78,7 +85,7 @@ def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, ca
     reporter = ProgressReporter(f"{spec.name}")
     progress = Progress(update=reporter.update_stage, tokens=reporter.tokens_done)
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def go() -> EvalResult:
         try:
             with reporter:
                 return await run_eval(spec, target, models, progress, plans)
@@ -97,7 +104,7 @@ def run_experiment_file(spec, out_dir: Path | None, *, dry_run: bool = False, ca
     return result
 
 
-def print_plan(spec, plans, target: Path) -> None:  # type: ignore[no-untyped-def]
+def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:
     from ..experiment.engine import estimate
     from ..report import fit_table
 
@@ -125,7 +132,7 @@ def print_plan(spec, plans, target: Path) -> None:  # type: ignore[no-untyped-de
                   highlight=False)
 
 
-def _known(total: int | None, plans, what: str) -> str:  # type: ignore[no-untyped-def]
+def _known(total: int | None, plans: list[CellPlan], what: str) -> str:
     from ..experiment.engine import estimate
 
     if total is not None:
@@ -134,7 +141,7 @@ def _known(total: int | None, plans, what: str) -> str:  # type: ignore[no-untyp
     return str(sum(v for v in values if v is not None)) + "+"
 
 
-def print_results(spec, result, title: str | None = None) -> None:  # type: ignore[no-untyped-def]
+def print_results(spec: Experiment, result: EvalResult, title: str | None = None) -> None:
     from ..experiment.results import TABLE_HEADERS, cell_result, table_rows
     from ..report import fit_table
 

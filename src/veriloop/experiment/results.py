@@ -168,13 +168,14 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     if experiment.description:
         lines += [experiment.description.strip(), ""]
     lines += _markdown_table(TABLE_HEADERS, table_rows(rows))
-    if result.stopped or result.incomplete_cells:
-        lines += ["", f"Stopped early: {result.stopped}." if result.stopped else "",
-                  f"Incomplete cells ({len(result.incomplete_cells)}): " + "; ".join(result.incomplete_cells) + "."]
+    if result.stopped:
+        lines += ["", f"Stopped early: {result.stopped}."]
+    if result.incomplete_cells:
+        lines += ["", f"Incomplete cells ({len(result.incomplete_cells)}): " + "; ".join(result.incomplete_cells) + "."]
     lines += ["", "## Accuracy at matched token budgets", "",
               "Accuracy vs mean tokens per instance, with the Pareto front: frontier.png.", ""]
     lines += budget_tables
-    _write(out / "results.md", "\n".join(line for line in lines) + "\n")
+    _write(out / "results.md", "\n".join(lines) + "\n")
     return rows
 
 
