@@ -108,23 +108,20 @@ def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:
     from ..experiment.engine import estimate
     from ..report import fit_table
 
+    estimates = [estimate(p) for p in plans]
     rows = []
-    calls_total: int | None = 0
-    tokens_total: int | None = 0
-    for p in plans:
-        e = estimate(p)
+    for p, e in zip(plans, estimates):
         roles = ", ".join(f"{role.removesuffix('_model')}={name}" for role, name in p.cell.roles) or "-"
         rows.append([p.cell.model, p.cell.domain, p.cell.strategy, str(p.cell.seed), roles,
                      f"{p.finished()}/{p.planned}", "?" if e.calls is None else str(e.calls),
                      "?" if e.tokens is None else str(e.tokens)])
-        calls_total = None if calls_total is None or e.calls is None else calls_total + e.calls
-        tokens_total = None if tokens_total is None or e.tokens is None else tokens_total + e.tokens
     headers = ["model", "domain", "strategy", "seed", "roles", "done/instances", "calls (at most)", "tokens (about)"]
     out.print(fit_table(headers, rows, out.width, title=f"{spec.name}: {len(plans)} cells in {target}/"))
-    known = "" if calls_total is not None else " (cells marked ? not counted: their calls depend on the answers)"
+    unknown = any(e.calls is None for e in estimates)
     out.print(
         f"{len(plans)} cells, {sum(p.planned - p.finished() for p in plans)} trajectories to run: at most "
-        f"{_known(calls_total, plans, 'calls')} calls, about {_known(tokens_total, plans, 'tokens')} tokens{known}",
+        f"{_total([e.calls for e in estimates])} calls, about {_total([e.tokens for e in estimates])} tokens"
+        + (" (cells marked ? not counted: their calls depend on the answers)" if unknown else ""),
         highlight=False,
     )
     if spec.report:
@@ -132,20 +129,16 @@ def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:
                   highlight=False)
 
 
-def _known(total: int | None, plans: list[CellPlan], what: str) -> str:
-    from ..experiment.engine import estimate
-
-    if total is not None:
-        return str(total)
-    values = [getattr(estimate(p), what) for p in plans]
-    return str(sum(v for v in values if v is not None)) + "+"
+def _total(values: list[int | None]) -> str:
+    """The sum of the known values; "+" when some are not known."""
+    return str(sum(v for v in values if v is not None)) + ("+" if None in values else "")
 
 
 def print_results(spec: Experiment, result: EvalResult, title: str | None = None) -> None:
-    from ..experiment.results import TABLE_HEADERS, cell_result, table_rows
+    from ..experiment.results import TABLE_HEADERS, table_rows
     from ..report import fit_table
 
-    rows = [cell_result(spec, p) for p in result.plans]
+    rows = result.rows  # as results.csv has them
     out.print(fit_table(TABLE_HEADERS, table_rows(rows), out.width, title=title or f"{spec.name}: {len(rows)} cells"))
     if result.stopped:
         err.print(f"stopped: {result.stopped}", highlight=False)
