@@ -154,9 +154,7 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
         }
         run_dir = out_dir / cell.directory()
         check_run_dir(run_dir, {**config, "domain": dom.domain.name, "seed": cell.seed})
-        key = (strategy.canonical, cell.seed)
-        recorded = [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
-        plans.append(CellPlan(cell, dom, strategy, run_dir, config, recorded))
+        plans.append(CellPlan(cell, dom, strategy, run_dir, config, recorded_in(run_dir, strategy, cell.seed)))
     return plans
 
 
@@ -221,9 +219,11 @@ async def run_cells(
 ) -> tuple[str | None, int]:
     """Run the cells in order within the budgets; return why it stopped early (None: it
     did not) and how many trajectories were new."""
+    # What each cell's records already spent: the start of its meter and of the experiment's.
+    spent = [usage_of(p.recorded, price_of(experiment, p.cell)) for p in plans]
     whole = Usage()
-    for p in plans:
-        whole.add(usage_of(p.recorded, price_of(experiment, p.cell)))
+    for used in spent:
+        whole.add(used)
     overall = Meter("experiment", experiment.budget, whole)
     total = sum(p.planned for p in plans)
     done = [p.finished() for p in plans]
@@ -233,7 +233,7 @@ async def run_cells(
         if p.finished() == p.planned:
             continue
         title = f"cell {index + 1}/{len(plans)}: {p.cell.title}"
-        cell_meter = Meter("cell", experiment.cell_budget, usage_of(p.recorded, price_of(experiment, p.cell)))
+        cell_meter = Meter("cell", experiment.cell_budget, spent[index])
         generator, role_models = metered_models(
             p.cell, models, [overall, cell_meter], price_of(experiment, p.cell), progress.tokens if progress else None
         )
@@ -246,20 +246,19 @@ async def run_cells(
                 progress.update(t, sum(done), total)
 
         before = p.finished()
+        stop: BudgetReached | None = None
         try:
-            result = await run_experiment(
+            await run_experiment(
                 generator, p.domain.domain, [p.strategy], p.domain.instances, p.run_dir, seed=p.cell.seed,
                 concurrency=experiment.concurrency, config=p.config,
                 on_progress=report, tools=tools[p.domain.key], role_models=role_models,
             )
-            new += result.new_trajectories
         except BudgetReached as exc:
-            p.recorded = _recorded(p)
-            new += p.finished() - before
-            if exc.scope == "experiment":
-                return str(exc), new
-            continue
-        p.recorded = _recorded(p)
+            stop = exc  # what finished is on disk; a cell's cap moves on to the next cell
+        p.recorded = recorded_in(p.run_dir, p.strategy, p.cell.seed)
+        new += p.finished() - before
+        if stop is not None and stop.scope == "experiment":
+            return str(stop), new
     return None, new
 
 
@@ -279,9 +278,10 @@ def metered_models(
     return metered(cell.model, "generate"), role_models
 
 
-def _recorded(p: CellPlan) -> list[Trajectory]:
-    key = (p.strategy.canonical, p.cell.seed)
-    return [t for t in load_trajectories(p.run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
+def recorded_in(run_dir: Path, strategy: Strategy, seed: int) -> list[Trajectory]:
+    """The trajectories a cell's run directory holds for its strategy and seed."""
+    key = (strategy.canonical, seed)
+    return [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
 
 
 def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
