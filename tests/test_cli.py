@@ -293,8 +293,9 @@ def test_verify_planning_checks_any_strips_domain_in_pddl_syntax(shared_data):
     folder = shared_data / "planbench" / "mystery_blocksworld"
     from veriloop.domains import get_domain
 
-    instance = get_domain("mystery_blocksworld").load_instances(str(folder), n=1)[0]
-    reference = instance.reference
+    mystery = get_domain("mystery_blocksworld")
+    instance = mystery.load_instances(str(folder), n=1)[0]
+    reference = "\n".join(a.pddl() for a in mystery.reference_plan(instance))
     domain_file, problem = folder / "domain.pddl", instance.data["problem_source"]
     args = ("verify", "planning", "--domain-file", str(domain_file), "--problem", str(problem), "--plan-text")
     ok = veriloop(*args, reference)
@@ -302,6 +303,18 @@ def test_verify_planning_checks_any_strips_domain_in_pddl_syntax(shared_data):
     first_step_dropped = "\n".join(reference.splitlines()[1:])
     bad = veriloop(*args, first_step_dropped)
     assert bad.returncode == 1 and not json.loads(bad.stdout)["ok"]
+
+
+def test_verify_planning_checks_a_plan_of_a_problem_too_large_to_solve():
+    # pyperplan does not solve this Logistics problem in minutes; checking needs no solving.
+    folder = Path(__file__).resolve().parent / "data" / "logistics"
+    plan = (folder / "plans" / "instance-2.txt").read_text()
+    args = ("verify", "planning", "--domain-file", str(folder / "domain.pddl"),
+            "--problem", str(folder / "instances" / "instance-2.pddl"), "--plan-text")
+    ok = veriloop(*args, plan)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["ok"], ok.stdout + ok.stderr
+    bad = veriloop(*args, "\n".join(plan.splitlines()[:-1]))
+    assert bad.returncode == 1 and [e["kind"] for e in json.loads(bad.stdout)["errors"]] == ["unmet_goal"]
 
 
 # --------------------------------------------------------------------------- your own task: run --task

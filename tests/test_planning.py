@@ -76,7 +76,10 @@ def pddl_plan(plan: list[GroundAction]) -> str:
 
 
 def reference(instance: Instance) -> list[GroundAction]:
-    return [GroundAction(l[1:-1].split()[0], tuple(l[1:-1].split()[1:])) for l in instance.reference.splitlines()]
+    """The optimal plan: the planner solves a loaded problem on demand, not on loading."""
+    plan = BW.reference_plan(instance)
+    assert plan is not None
+    return plan
 
 
 # ------------------------------------------------------------------ protocol, registry
@@ -119,11 +122,12 @@ def test_loading_a_folder_orders_by_number_and_records_the_problem(bw_instances,
     assert first.data["domain_name"] == "blocksworld-4ops"
     assert first.data["objects"] == ["a", "b", "c", "d"]
     assert ["on", "b", "c"] in first.data["init"] and first.data["goal"] == [["on", "c", "b"]]
-    assert first.data["optimal_length"] == 4 and first.reference.splitlines()[0] == "(unstack b c)"
+    assert first.reference is None and "optimal_length" not in first.data  # loading solves nothing
+    assert BW.optimal_length(first) == 4 and reference(first)[0] == GroundAction("unstack", ("b", "c"))
     for bw, my in zip(bw_instances, my_instances):
         # Same problems under other names: same optimal lengths.
-        assert bw.data["optimal_length"] == my.data["optimal_length"]
-        assert BW.verify(bw, bw.reference).ok and MY.verify(my, my.reference).ok
+        assert BW.optimal_length(bw) == MY.optimal_length(my)
+        assert BW.verify(bw, pddl_plan(reference(bw))).ok and MY.verify(my, pddl_plan(reference(my))).ok
     assert BW.load_instances(str(BW_DIR), n=2, offset=3)[1].id == "blocksworld-instance-5"
 
 
@@ -263,7 +267,7 @@ def test_parse_instance_forms(tmp_path: Path) -> None:
     b = BW.parse_instance({"domain": OWN_BLOCKSWORLD.read_text(), "problem": GOOD_PROBLEM})
     c = BW.parse_instance({"problem": str(problem)})
     assert a.id == c.id == "blocksworld-instance-7" and b.id == "blocksworld-p"
-    assert a.data["optimal_length"] == b.data["optimal_length"] == 2
+    assert BW.optimal_length(a) == BW.optimal_length(b) == 2
     for bad in ({}, {"domain": "x"}, "problem", {"problem": 3}):
         with pytest.raises(VeriloopError) as err:
             BW.parse_instance(bad)  # type: ignore[arg-type]
@@ -456,7 +460,7 @@ def test_verifier_errors_and_their_order(bw_instances) -> None:
     # An executable plan that stops short reports only the goals.
     short = BW.verify(inst, "\n".join(BW._language(task_of(BW, inst)).action(a) for a in reference(inst)[:-2]))
     assert [e.kind for e in short.errors] == ["unmet_goal"]
-    assert BW.score(inst, inst.reference) and not BW.score(inst, None) and not BW.score(inst, "x")
+    assert BW.score(inst, pddl_plan(reference(inst))) and not BW.score(inst, None) and not BW.score(inst, "x")
 
 
 def test_negative_preconditions_are_checked(tmp_path: Path) -> None:
@@ -722,8 +726,9 @@ def test_critique_report_matches_tables_a5_a6(bw_instances) -> None:
         inst, plan, "The action pick up the red block is not possible because the hand is not empty."
     )
     assert action_only["names_failing_action"] == 1 and action_only["names_unmet_precondition"] == 0
-    assert BW.critique_report(inst, inst.reference, "Plan is valid.")["false_failure_claims"] == 0
-    valid_but_accused = BW.critique_report(inst, inst.reference, "Step 2 and step 5 cannot be carried out.")
+    optimal = pddl_plan(reference(inst))
+    assert BW.critique_report(inst, optimal, "Plan is valid.")["false_failure_claims"] == 0
+    valid_but_accused = BW.critique_report(inst, optimal, "Step 2 and step 5 cannot be carried out.")
     assert valid_but_accused["false_failure_claims"] == 2
     goals = BW.critique_report(
         inst, "\n".join(reference(inst)[i].pddl() for i in range(8)),
@@ -811,7 +816,7 @@ def test_a_new_strips_domain_is_only_data(tmp_path: Path) -> None:
     (instance,) = domain.load_instances(str(folder))
     assert domain.name == "my_domain" and instance.id == "my_domain-instance-1"
     assert "block" in domain.prompt(instance)[-1]["content"]
-    worded = domain.extract_answer(instance, instance.reference)
+    worded = domain.extract_answer(instance, pddl_plan(reference(instance)))
     assert worded and "(" not in worded  # plans are shown in the template's words
     assert domain.verify(instance, worded).ok
 
@@ -830,3 +835,126 @@ def test_a_template_in_the_templates_folder_is_a_domain_of_its_name(tmp_path: Pa
     assert domain.name == "towers"
     (instance,) = domain.load_instances(None, n=1)
     assert domain.verify(instance, instance.reference).ok
+
+
+# ------------------------------------------------------------------ plans are solved on demand only
+
+LOGISTICS = Path(__file__).resolve().parent / "data" / "logistics"
+
+
+def _logistics(number: int) -> tuple[Instance, str]:
+    """A Logistics problem of tests/data and its shortest plan, in PDDL."""
+    domain = PlanningDomain()
+    instance = domain.parse_instance(
+        {"domain_file": str(LOGISTICS / "domain.pddl"), "problem": str(LOGISTICS / "instances" / f"instance-{number}.pddl")}
+    )
+    return instance, (LOGISTICS / "plans" / f"instance-{number}.txt").read_text()
+
+
+def _fresh_problem(tag: str) -> Instance:
+    """GOOD_PROBLEM (shortest plan: 2 steps) under a name no other test uses, so the
+    planner's per-process memo has not seen it."""
+    text = GOOD_PROBLEM.replace("(problem p)", f"(problem {tag}-{random.getrandbits(64):x})")
+    return BW.parse_instance({"problem": text})
+
+
+@pytest.fixture
+def planner_calls(monkeypatch) -> list[str]:
+    """The searches the planner module runs, by planner name (they still run)."""
+    from veriloop.domains.planning import planner
+
+    calls: list[str] = []
+    for name in ("_pyperplan", "_fast_downward"):
+        original = getattr(planner, name)
+
+        def counted(*args, _original=original, _name=name):
+            calls.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(planner, name, counted)
+    return calls
+
+
+def test_checking_a_plan_runs_no_planner(monkeypatch) -> None:
+    # instance-2 takes pyperplan minutes to solve: loading and checking must not try.
+    import pyperplan.planner
+
+    from veriloop.domains.planning import planner
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the planner ran")
+
+    for module, name in ((planner, "_search"), (pyperplan.planner, "search_plan")):
+        monkeypatch.setattr(module, name, refuse)
+    domain = PlanningDomain()
+    instance, plan = _logistics(2)
+    assert instance.reference is None and "optimal_length" not in instance.data
+    assert domain.verify(instance, plan).ok and domain.score(instance, plan)
+    steps = plan.splitlines()
+    broken = domain.verify(instance, "\n".join(steps[1:]))
+    assert not broken.ok and broken.errors[0].kind == "inexecutable" and broken.errors[0].where == "step 4"
+    assert [e.kind for e in domain.verify(instance, "\n".join(steps[:-1])).errors] == ["unmet_goal"]
+    assert domain.feedback(instance, broken, "first")
+    (loaded,) = domain.load_instances(str(LOGISTICS), n=1, offset=1)
+    assert domain.verify(loaded, plan).ok
+
+
+def test_optimal_length_is_solved_once_on_demand_and_kept(planner_calls) -> None:
+    instance = _fresh_problem("memo")
+    assert planner_calls == []
+    assert BW.optimal_length(instance) == 2 and planner_calls == ["_pyperplan"]
+    assert BW.optimal_length(instance) == 2 and len(BW.reference_plan(instance) or []) == 2
+    # Kept per problem, not per Instance object: the same problem read again is not re-solved.
+    again = BW.parse_instance({"problem": instance.data["problem_pddl"]})
+    assert BW.optimal_length(again) == 2
+    kinds = {c.kind: c for c in BW.candidates(again, random.Random(0))}
+    assert kinds["correct"].correct and len(kinds["correct"].text.splitlines()) == 2 + 1  # and [PLAN END]
+    assert len(kinds["random"].text.splitlines()) == 2 + 1  # random plans have the optimal length
+    assert planner_calls == ["_pyperplan"]
+    # Generated problems are solved as they are made and carry their plan.
+    (generated,) = BW.load_instances(None, n=1, offset=7)
+    searched = len(planner_calls)
+    assert BW.optimal_length(generated) == generated.data["optimal_length"] and len(planner_calls) == searched
+
+
+def test_a_problem_too_large_for_the_time_limit_is_a_clear_error(planner_calls) -> None:
+    from veriloop.domains.planning import PlanTooLargeError
+
+    instance = _fresh_problem("limit")
+    name = instance.data["problem_name"]
+    with pytest.raises(PlanTooLargeError) as err:
+        BW.optimal_length(instance, time_limit=0.001)
+    message = str(err.value)
+    assert isinstance(err.value, VeriloopError) and "\n" not in message
+    assert f"problem {name} is too large to solve optimally within 0.001 s" in message
+    assert "checking plans does not need it" in message
+    searched = len(planner_calls)
+    # The same limit again fails at once; a longer one solves it.
+    with pytest.raises(PlanTooLargeError):
+        BW.reference_plan(instance, time_limit=0.001)
+    assert len(planner_calls) == searched
+    assert BW.optimal_length(instance, time_limit=60) == 2
+    # Checking a plan of a problem too large to solve is unaffected.
+    assert BW.verify(instance, "(pick-up a)\n(stack a b)").ok
+
+
+def _fast_downward_installed() -> bool:
+    from veriloop.domains.planning.planner import fast_downward_driver
+
+    return fast_downward_driver() is not None
+
+
+@pytest.mark.skipif(not _fast_downward_installed(), reason="up-fast-downward not installed")
+def test_fast_downward_takes_over_past_pyperplans_share(monkeypatch, planner_calls) -> None:
+    from veriloop.domains.planning import planner
+
+    monkeypatch.setattr(planner, "PYPERPLAN_SHARE", 0.0)
+    instance, plan = _logistics(1)
+    instance = instance.model_copy(
+        update={"data": {**instance.data, "problem_pddl": instance.data["problem_pddl"] + f"; {random.random()}\n"}}
+    )
+    found = PlanningDomain().reference_plan(instance)
+    assert planner_calls == ["_pyperplan", "_fast_downward"]
+    # As short as pyperplan's plan (tests/data/logistics/plans), and it checks.
+    assert found is not None and len(found) == len(plan.splitlines()) == 14
+    assert PlanningDomain().verify(instance, pddl_plan(found)).ok

@@ -19,7 +19,15 @@ from ...errors import DataFileError, VeriloopError
 from ..base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
 from .language import Language, Step, Template, check_template, join_words, load_template, normalise, parse_plan
 from .pddl_model import GroundAction, Literal, Task, load_task, parse_pddl_step, read_text
-from .planner import DEFAULT_BLOCKS, TOWER_FACTS, PlannerError, generate_problems, optimal_plan
+from .planner import (
+    DEFAULT_BLOCKS,
+    DEFAULT_TIME_LIMIT,
+    TOWER_FACTS,
+    PlannerError,
+    PlanTooLargeError,
+    generate_problems,
+    optimal_plan,
+)
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -114,21 +122,14 @@ class PlanningDomain(SoundlyScored):
         return _language(self.template, task)
 
     def _make(
-        self,
-        id: str,
-        domain: tuple[str, str],
-        problem: tuple[str, str],
-        plan: list[GroundAction] | None = None,
-        plan_known: bool = False,
+        self, id: str, domain: tuple[str, str], problem: tuple[str, str], plan: list[GroundAction] | None = None
     ) -> Instance:
+        """An instance; `plan` is an optimal plan when one is at hand (generated problems).
+        Without one nothing is solved here: checking needs no plan, and solving can take
+        minutes (`reference_plan` solves on demand)."""
         task = load_task(domain[0], problem[0], domain[1], problem[1])
         self._language(task)  # the template must fit the domain before anything is shown
-        if not plan_known:
-            try:
-                plan = optimal_plan(task)
-            except PlannerError:
-                plan = None  # e.g. negative preconditions: checkable, but no reference plan
-        data = {
+        data: dict[str, Any] = {
             "domain_name": task.domain.name,
             "problem_name": task.problem.name,
             "domain_pddl": domain[0],
@@ -138,10 +139,11 @@ class PlanningDomain(SoundlyScored):
             "objects": list(task.problem.objects),
             "init": _atom_list(sorted(task.problem.init)),
             "goal": [list(a) if positive else ["not", *a] for a, positive in task.problem.goal],
-            "optimal_length": None if plan is None else len(plan),
         }
-        reference = None if plan is None else "\n".join(a.pddl() for a in plan)
-        return Instance(id=id, data=data, reference=reference)
+        if plan is None:
+            return Instance(id=id, data=data)
+        data["optimal_length"] = len(plan)
+        return Instance(id=id, data=data, reference="\n".join(a.pddl() for a in plan))
 
     def parse_instance(self, raw: dict[str, Any]) -> Instance:
         """{"domain_file": path, "problem": path}, {"domain": "<pddl>", "problem": "<pddl>"},
@@ -193,7 +195,7 @@ class PlanningDomain(SoundlyScored):
         out: list[Instance] = []
         for p in problems[offset:]:
             plan = [a for a in (parse_pddl_step(s) for s in p.plan) if a is not None]
-            out.append(self._make(p.name, domain, (p.problem_pddl, p.name), plan, plan_known=True))
+            out.append(self._make(p.name, domain, (p.problem_pddl, p.name), plan))
         return out
 
     def _from_folder(self, folder: Path, offset: int, n: int | None) -> list[Instance]:
@@ -391,15 +393,29 @@ class PlanningDomain(SoundlyScored):
 
     # -------------------------------------------------------------- studies
 
-    def _reference_plan(self, instance: Instance, task: Task) -> list[GroundAction] | None:
+    def reference_plan(self, instance: Instance, time_limit: float = DEFAULT_TIME_LIMIT) -> list[GroundAction] | None:
+        """An optimal plan: the instance's own (generated problems carry one), else the
+        planner's, solved on first use and kept for the process. None when the problem
+        has no plan or the planner cannot read it (e.g. negative preconditions);
+        PlanTooLargeError when it takes longer than `time_limit` seconds."""
         if instance.reference:
             plan = [parse_pddl_step(line) for line in str(instance.reference).splitlines() if line.strip()]
             if all(a is not None for a in plan):
                 return [a for a in plan if a is not None]
         try:
-            return optimal_plan(task)
+            return optimal_plan(self._task(instance), time_limit)
+        except PlanTooLargeError:
+            raise
         except PlannerError:
             return None
+
+    def optimal_length(self, instance: Instance, time_limit: float = DEFAULT_TIME_LIMIT) -> int | None:
+        """The number of steps of a shortest plan, None when unknown (see `reference_plan`)."""
+        known = instance.data.get("optimal_length")
+        if isinstance(known, int):
+            return known
+        plan = self.reference_plan(instance, time_limit)
+        return None if plan is None else len(plan)
 
     def _plan_text(self, lang: Language, plan: list[GroundAction]) -> str:
         return "\n".join(lang.action(a) for a in plan) + "\n[PLAN END]"
@@ -416,7 +432,7 @@ class PlanningDomain(SoundlyScored):
         the optimal plan's length)."""
         task = self._task(instance)
         lang = self._language(task)
-        plan = self._reference_plan(instance, task)
+        plan = self.reference_plan(instance)
         every = task.ground_actions()
         # Plans a model would write name different objects in one action.
         distinct = [a for a in every if len(set(a.args)) == len(a.args)] or every
@@ -572,6 +588,7 @@ __all__ = [
     "Blocksworld",
     "GroundAction",
     "MysteryBlocksworld",
+    "PlanTooLargeError",
     "PlanningDomain",
     "Step",
     "Task",

@@ -207,18 +207,40 @@ _PARSER_LOCK = threading.Lock()
 _PARSERS: dict[str, Any] = {}
 
 
+def _lark_cache(kind: str) -> str | bool:
+    try:
+        from ...paths import home
+
+        return str(home() / f"pddl-{kind}.lark")
+    except OSError:  # no writable home: build the tables every time
+        return False
+
+
 def _parser(kind: str) -> Any:
-    # Building a Lark parser costs about 50 ms, so one of each is kept; the lock also
-    # covers the transformer, which is not safe to share between threads.
+    """A parse function for a PDDL domain or problem, built once per process; the lock in
+    `_parse` also covers the transformer, which is not safe to share between threads.
+
+    Building the LALR tables from the pddl library's grammar takes about 0.2 s each, most
+    of a one-plan `veriloop verify`, so they are built from its grammar and transformers
+    here with Lark's cache file, which Lark rebuilds whenever grammar, options or version
+    change. The result is the pddl library's own Domain or Problem object."""
     if kind not in _PARSERS:
+        from lark import Lark
+        from pddl.parser import GRAMMAR_FILE, PARSERS_DIRECTORY
+
         if kind == "domain":
-            from pddl.parser.domain import DomainParser
-
-            _PARSERS[kind] = DomainParser()
+            from pddl.parser.domain import DomainTransformer as transformer
         else:
-            from pddl.parser.problem import ProblemParser
-
-            _PARSERS[kind] = ProblemParser()
+            from pddl.parser.problem import ProblemTransformer as transformer  # type: ignore[assignment]
+        lark = Lark(
+            GRAMMAR_FILE.read_text(),
+            parser="lalr",
+            import_paths=[PARSERS_DIRECTORY],
+            start=kind,
+            transformer=transformer(),
+            cache=_lark_cache(kind),
+        )
+        _PARSERS[kind] = lark.parse
     return _PARSERS[kind]
 
 

@@ -1,17 +1,28 @@
-"""Optimal plans from pyperplan, and random Blocksworld problems in the style of PlanBench.
+"""Optimal plans, and random Blocksworld problems in the style of PlanBench.
 
-The planner only supplies reference plans and optimal lengths: A* with the admissible
-LM-cut heuristic returns shortest plans, and every plan it returns is re-checked by our
-own simulator before it is trusted.
+The planner only supplies reference plans and optimal lengths, never a verdict: checking
+a plan is simulation alone. A* with the admissible LM-cut heuristic returns shortest
+plans, pyperplan's in process first and Fast Downward's (the `up-fast-downward` wheel,
+when installed) for problems pyperplan cannot finish within its share of the time limit.
+Both are optimal, so the optimal length never depends on which one answered. Every plan
+is re-checked by our own simulator before it is trusted, and each problem is solved at
+most once per process.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import random
+import signal
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ...errors import VeriloopError
 from .pddl_model import Atom, GroundAction, Task, atom_pddl, load_task, parse_pddl_step
@@ -24,32 +35,163 @@ TOWER_FACTS = ("on", "ontable", "clear", "handempty")
 MAX_BLOCKS = 26
 DEFAULT_BLOCKS = (3, 5)
 
+# Seconds one problem may take to solve optimally. PlanBench Blocksworld takes
+# milliseconds; a Logistics problem with three cities and four packages takes pyperplan
+# minutes and Fast Downward under a second.
+DEFAULT_TIME_LIMIT = 60.0
+# pyperplan's share of the limit when Fast Downward is there to take over: small problems
+# keep pyperplan's plans (those of earlier runs), large ones do not wait for it.
+PYPERPLAN_SHARE = 10.0
+_MEMO_SIZE = 4096
+
 
 class PlannerError(VeriloopError):
     """The reference planner could not read a task or returned an unusable plan."""
 
 
-@lru_cache(maxsize=4096)
-def _search(domain_text: str, problem_text: str) -> tuple[str, ...] | None:
+class PlanTooLargeError(PlannerError):
+    """No optimal plan was found within the time limit."""
+
+
+class _TimeUp(Exception):
+    pass
+
+
+def _timed(heuristic_class: Any, deadline: float) -> Any:
+    """`heuristic_class` that raises _TimeUp once past `deadline`: A* evaluates it at
+    every node, so pyperplan stops in process, without a thread or a signal."""
+
+    class Timed(heuristic_class):  # type: ignore[misc, valid-type]
+        def __init__(self, task: Any) -> None:
+            if time.monotonic() > deadline:
+                raise _TimeUp
+            super().__init__(task)
+
+        def __call__(self, node: Any) -> Any:
+            if time.monotonic() > deadline:
+                raise _TimeUp
+            return super().__call__(node)
+
+    return Timed
+
+
+def _write_task(tmp: str, domain_text: str, problem_text: str) -> tuple[Path, Path]:
+    dom, prob = Path(tmp) / "domain.pddl", Path(tmp) / "problem.pddl"
+    dom.write_text(domain_text, encoding="utf-8")
+    prob.write_text(problem_text, encoding="utf-8")
+    return dom, prob
+
+
+def _pyperplan(domain_text: str, problem_text: str, seconds: float) -> tuple[str, ...] | None:
+    """pyperplan's shortest plan; None when there is none; _TimeUp past `seconds`."""
     from pyperplan.planner import HEURISTICS, SEARCHES, search_plan
 
+    deadline = time.monotonic() + seconds
     with tempfile.TemporaryDirectory(prefix="veriloop-plan-") as tmp:
-        dom, prob = Path(tmp) / "domain.pddl", Path(tmp) / "problem.pddl"
-        dom.write_text(domain_text, encoding="utf-8")
-        prob.write_text(problem_text, encoding="utf-8")
+        dom, prob = _write_task(tmp, domain_text, problem_text)
         try:
-            solution = search_plan(str(dom), str(prob), SEARCHES["astar"], HEURISTICS["lmcut"])
+            solution = search_plan(str(dom), str(prob), SEARCHES["astar"], _timed(HEURISTICS["lmcut"], deadline))
+        except _TimeUp:
+            raise
         except (Exception, SystemExit) as exc:  # pyperplan reports bad input in many ways
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise PlannerError(f"the reference planner (pyperplan) cannot handle this task: {reason}") from None
     return None if solution is None else tuple(op.name for op in solution)
 
 
-def optimal_plan(task: Task) -> list[GroundAction] | None:
-    """A shortest plan for `task`, or None when it has no solution. PlannerError when
-    pyperplan cannot read the task or its plan fails our own check (e.g. a domain with
-    negative preconditions, which pyperplan does not support)."""
-    names = _search(task.domain.text, task.problem.text)
+def fast_downward_driver() -> Path | None:
+    """Fast Downward's driver script from the up-fast-downward wheel, if installed. The
+    package itself is not imported: its __init__ needs unified-planning, the driver not."""
+    spec = importlib.util.find_spec("up_fast_downward")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    driver = Path(next(iter(spec.submodule_search_locations))) / "downward" / "fast-downward.py"
+    return driver if driver.is_file() else None
+
+
+# The driver's exit codes (driver/returncodes.py) that mean "no plan exists".
+_FD_UNSOLVABLE = {10, 11}
+_FD_OUT_OF_TIME = {21, 23, 24}
+
+
+def _fast_downward(driver: Path, domain_text: str, problem_text: str, seconds: float) -> tuple[str, ...] | None:
+    """Fast Downward's A* + LM-cut plan; None when there is none; _TimeUp past `seconds`."""
+    with tempfile.TemporaryDirectory(prefix="veriloop-fd-") as tmp:
+        dom, prob = _write_task(tmp, domain_text, problem_text)
+        plan_file = Path(tmp) / "plan"
+        command = [sys.executable, str(driver), "--plan-file", str(plan_file), str(dom), str(prob),
+                   "--search", "astar(lmcut())"]
+        # Its own session, so a time-out ends the search binary the driver started too.
+        proc = subprocess.Popen(command, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=max(seconds, 0.0))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise _TimeUp from None
+        if proc.returncode in _FD_UNSOLVABLE:
+            return None
+        if proc.returncode in _FD_OUT_OF_TIME:
+            raise _TimeUp
+        if proc.returncode != 0 or not plan_file.is_file():
+            lines = [line for line in output.splitlines() if line.strip()] or [f"exit status {proc.returncode}"]
+            raise PlannerError(f"the reference planner (Fast Downward) cannot handle this task: {lines[-1][:200]}")
+        steps = plan_file.read_text(encoding="utf-8").splitlines()
+    return tuple(s.strip() for s in steps if s.strip() and not s.startswith(";"))
+
+
+# Solved problems by (domain text, problem text): a plan, or None for "has no plan".
+_SOLVED: dict[tuple[str, str], tuple[str, ...] | None] = {}
+# The longest time limit each unsolved problem has already run out of.
+_GAVE_UP: dict[tuple[str, str], float] = {}
+# One search at a time: a problem is never solved twice, and searches share the cores
+# with the model anyway.
+_SEARCH_LOCK = threading.Lock()
+
+
+def _search(task: Task, time_limit: float) -> tuple[str, ...] | None:
+    key = (task.domain.text, task.problem.text)
+    with _SEARCH_LOCK:
+        if key in _SOLVED:
+            return _SOLVED[key]
+        if _GAVE_UP.get(key, -1.0) >= time_limit:
+            raise _too_large(task, time_limit)
+        start = time.monotonic()
+        driver = fast_downward_driver()
+        share = min(time_limit, PYPERPLAN_SHARE) if driver is not None else time_limit
+        try:
+            try:
+                names = _pyperplan(key[0], key[1], share)
+            except _TimeUp:
+                if driver is None:
+                    raise
+                names = _fast_downward(driver, key[0], key[1], time_limit - (time.monotonic() - start))
+        except _TimeUp:
+            _GAVE_UP[key] = max(time_limit, _GAVE_UP.get(key, -1.0))
+            raise _too_large(task, time_limit) from None
+        if len(_SOLVED) >= _MEMO_SIZE:
+            _SOLVED.pop(next(iter(_SOLVED)))
+        _SOLVED[key] = names
+        return names
+
+
+def _too_large(task: Task, time_limit: float) -> PlanTooLargeError:
+    with_fd = fast_downward_driver() is not None
+    planners = "pyperplan and Fast Downward" if with_fd else "pyperplan"
+    hint = "" if with_fd else "; pip install up-fast-downward solves larger problems"
+    return PlanTooLargeError(
+        f"problem {task.problem.name} is too large to solve optimally within {time_limit:g} s ({planners}, "
+        f"A* + LM-cut); checking plans does not need it, only reference plans and optimal lengths do{hint}"
+    )
+
+
+def optimal_plan(task: Task, time_limit: float = DEFAULT_TIME_LIMIT) -> list[GroundAction] | None:
+    """A shortest plan for `task`, or None when it has no solution; solved once per
+    process. PlanTooLargeError when no plan is found within `time_limit` seconds;
+    PlannerError when the planner cannot read the task or its plan fails our own check
+    (e.g. pyperplan and a domain with negative preconditions)."""
+    names = _search(task, time_limit)
     if names is None:
         return None
     plan: list[GroundAction] = []
