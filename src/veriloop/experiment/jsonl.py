@@ -2,6 +2,13 @@
 
 A record is appended whole and fsynced; a last line left without its newline by a crash
 is cut off before the next append, so the file always parses and resumes cleanly.
+
+`RecordWriter` does the appending on a thread of its own, so a run's event loop never
+waits on the disk: records handed to it while one batch is being fsynced go out together
+in the next (group commit), and `await writer.append(record)` returns only once that
+record's batch is on disk. A crash (kill -9) therefore loses no acknowledged record; a
+record of the batch in flight may or may not be there whole, and a torn last line is cut
+off on the next load, so a resumed run finds each finished record once.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import VeriloopError
+from ..groupcommit import GroupCommit
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -44,8 +52,50 @@ def load_records(path: Path, record: type[R]) -> list[R]:
     return found
 
 
-def append_record(path: Path, record: BaseModel) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(record.model_dump_json() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+class RecordWriter:
+    """Appends records to one JSON-lines file from a background thread, one write and one
+    fsync per batch (see the module docstring). One writer per file and process; `append`
+    may be awaited from any event loop.
+
+    A failed write (a full disk, a lost permission) fails every record of its batch and
+    every later one, with the same error: the batch may have left part of a line, so
+    nothing more is appended after it (the next load cuts the torn line off)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._commits = GroupCommit(self._write, f"record writer for {path.name}", stop_on_error=True)
+
+    async def append(self, record: BaseModel) -> None:
+        """Return once `record` is on disk (fsynced); raise what the write raised if it failed."""
+        # Serialised here, not on the writer thread: what is written is the record as it
+        # was when handed over, and one that cannot be serialised fails only its caller.
+        await self._commits.submit((record.model_dump_json() + "\n").encode("utf-8"))
+
+    async def aclose(self) -> None:
+        """Write what is pending and stop the thread, without blocking the event loop."""
+        await self._commits.aclose()
+
+    def close(self) -> None:
+        self._commits.close()
+
+    def _write(self, lines: list[bytes]) -> None:
+        created = not self.path.exists()
+        with open(self.path, "ab") as f:
+            f.write(b"".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+        if created:  # the new file's directory entry too, so a power cut cannot lose the whole file
+            _fsync_dir(self.path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # not every platform opens directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

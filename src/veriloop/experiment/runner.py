@@ -23,7 +23,7 @@ from ..records import Trajectory
 from ..strategies.base import Strategy
 from ..tools.base import Toolbox
 from .identity import check_same_run
-from .jsonl import append_record, load_records
+from .jsonl import RecordWriter, load_records
 from .metrics import StrategySummary, summarise
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -121,15 +121,18 @@ async def run_experiment(
     if on_progress:
         on_progress(finished, total)
     semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
-    write_lock = asyncio.Lock()
+    # Appends and fsyncs on its own thread, a batch at a time: the loop keeps serving the
+    # model calls in flight while a record goes to disk.
+    writer = RecordWriter(traj_path)
     new: list[Trajectory] = []
 
     async def one(strategy: Strategy, instance: Instance) -> None:
         nonlocal finished
+        # The slot is held until the record is on disk (a few ms while the loop serves the
+        # others): at --concurrency 1 trajectories still run and land strictly one by one.
         async with semaphore:
             t = await run_episode(model, domain, strategy, instance, seed, tools, role_models)
-        async with write_lock:
-            append_record(traj_path, t)
+            await writer.append(t)  # counted as finished only once it is on disk
             new.append(t)
             finished += 1
             if on_progress:
@@ -143,6 +146,8 @@ async def run_experiment(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+    finally:
+        await writer.aclose()
 
     all_done = {**done, **{t.key: t for t in new}}
     summaries = [

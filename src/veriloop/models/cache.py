@@ -2,13 +2,16 @@
 
 Key: backend, model identity, messages and every sampling parameter; each of the k samples
 of one call is its own row (key, sample index), so k samples at temperature 1 are k
-entries and a re-run replays exactly the same k. Rows are committed one call at a time,
-so a crash loses at most the call in flight, and exceptions (transport errors) are never
-stored.
+entries and a re-run replays exactly the same k. Rows are committed on a writer thread,
+the calls that finish while one commit is being synced together in the next (see
+veriloop.groupcommit), so the event loop never waits on the disk; a call's put returns
+once its rows are committed, so a crash loses at most the calls in flight, and exceptions
+(transport errors) are never stored.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VeriloopError
+from ..groupcommit import GroupCommit
 from ..records import Message
 from .base import Completion, GenParams, Model
 
@@ -28,19 +32,29 @@ def call_key(backend: str, identity: str, messages: list[Message], params: GenPa
 
 class CallCache:
     """A SQLite file of completions keyed by call (see `call_key`) and sample index; safe
-    to share between runs, committed one call at a time."""
+    to share between runs. Writes go through one writer thread (group commit); `get`
+    reads on its own connection and sees every put that has returned."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._lock = threading.Lock()  # the reading connection, for callers on several threads
+        self._db = self._connect()
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS samples (key TEXT NOT NULL, idx INTEGER NOT NULL, completion TEXT NOT NULL,"
             " PRIMARY KEY (key, idx))"
         )
         self._db.commit()
+        # Used by the writer thread only; WAL lets the reader go on while it commits.
+        self._writer_db = self._connect()
+        self._commits: GroupCommit[list[tuple[str, int, str]]] = GroupCommit(
+            self._write, f"call cache {path.name}"
+        )
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
 
     def get(self, key: str, indices: range) -> dict[int, Completion]:
         with self._lock:
@@ -50,15 +64,36 @@ class CallCache:
             ).fetchall()
         return {idx: Completion.from_json(json.loads(blob)) for idx, blob in rows}
 
+    async def aput(self, key: str, first_index: int, completions: list[Completion]) -> None:
+        """Store the samples of one call; return once they are committed (raise if the commit failed)."""
+        await self._commits.submit(_rows(key, first_index, completions))
+
     def put(self, key: str, first_index: int, completions: list[Completion]) -> None:
-        rows = [(key, first_index + i, json.dumps(c.to_json())) for i, c in enumerate(completions)]
-        with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?)", rows)
-            self._db.commit()
+        """`aput` for code that runs no event loop: blocks until committed."""
+        self._commits.submit_wait(_rows(key, first_index, completions))
+
+    def _write(self, batch: list[list[tuple[str, int, str]]]) -> None:
+        try:
+            with self._writer_db:  # one transaction, one commit (and one sync) for the batch
+                self._writer_db.executemany(
+                    "INSERT OR REPLACE INTO samples VALUES (?, ?, ?)", [row for rows in batch for row in rows]
+                )
+        except sqlite3.Error as exc:
+            raise VeriloopError(f"cannot write the call cache {self.path}: {exc}") from exc
 
     def close(self) -> None:
+        self._commits.close()
+        self._writer_db.close()
         with self._lock:
             self._db.close()
+
+    async def aclose(self) -> None:
+        """`close` without blocking the event loop (it waits for the pending commits)."""
+        await asyncio.to_thread(self.close)
+
+
+def _rows(key: str, first_index: int, completions: list[Completion]) -> list[tuple[str, int, str]]:
+    return [(key, first_index + i, json.dumps(c.to_json())) for i, c in enumerate(completions)]
 
 
 @dataclass
@@ -93,14 +128,14 @@ class CachedModel:
                     f"model {self.name!r} returned {len(fresh)} completions when asked for {length} (params.n); "
                     "a model must return exactly params.n completions"
                 )
-            self.cache.put(key, start, fresh)
+            await self.cache.aput(key, start, fresh)
             self.stats.backend_calls += len(fresh)
             found.update({start + i: c for i, c in enumerate(fresh)})
         return [found[i] for i in wanted]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-        self.cache.close()
+        await self.cache.aclose()
 
 
 def _missing_runs(wanted: range, found: dict[int, Completion]) -> list[tuple[int, int]]:

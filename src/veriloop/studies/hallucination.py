@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import VeriloopError
-from ..experiment.jsonl import append_record, load_records
+from ..experiment.jsonl import RecordWriter, load_records
 from ..experiment.metrics import wilson_interval
 from ..models.base import Model, TokenLogprob
 from ..records import Trajectory
@@ -181,14 +181,18 @@ async def run_hallucination_study(
     done = {r.instance_id: r for r in load_records(path, DetectionRecord)}
     if on_progress:
         on_progress(sum(i.id in done for i in instances), len(instances))
-    for inst in instances:
-        if inst.id in done:
-            continue
-        record = await detect_one(model, domain, inst, tools, seed, samples)
-        append_record(path, record)
-        done[inst.id] = record
-        if on_progress:
-            on_progress(sum(i.id in done for i in instances), len(instances))
+    writer = RecordWriter(path)
+    try:
+        for inst in instances:
+            if inst.id in done:
+                continue
+            record = await detect_one(model, domain, inst, tools, seed, samples)
+            await writer.append(record)
+            done[inst.id] = record
+            if on_progress:
+                on_progress(sum(i.id in done for i in instances), len(instances))
+    finally:
+        await writer.aclose()
     return [done[i.id] for i in instances]
 
 

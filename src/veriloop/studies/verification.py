@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from ..domains.base import Candidate, Domain, Instance, SupportsStudies
 from ..episode import Episode
 from ..errors import VeriloopError
-from ..experiment.jsonl import append_record, load_records
+from ..experiment.jsonl import RecordWriter, load_records
 from ..experiment.metrics import wilson_interval
 from ..feedback import critique_messages
 from ..models.base import Model
@@ -126,13 +126,17 @@ async def run_verification_study(
     finished = len(work) - len(todo)
     if on_progress:
         on_progress(finished, len(work))
-    for instance, index, candidate, judge in todo:
-        item = await judge_candidate(model, domain, instance, seed, index, candidate, judge)
-        append_record(path, item)
-        items.append(item)
-        finished += 1
-        if on_progress:
-            on_progress(finished, len(work))
+    writer = RecordWriter(path)
+    try:
+        for instance, index, candidate, judge in todo:
+            item = await judge_candidate(model, domain, instance, seed, index, candidate, judge)
+            await writer.append(item)
+            items.append(item)
+            finished += 1
+            if on_progress:
+                on_progress(finished, len(work))
+    finally:
+        await writer.aclose()
     return [i for i in items if i.domain == domain.name and i.instance_id in {x.id for x in instances}]
 
 
