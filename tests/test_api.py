@@ -397,7 +397,9 @@ def test_an_openai_client_needs_its_model_name_and_must_be_async():
     with pytest.raises(VeriloopError, match="needs the model's name"):
         veriloop.model(client, cache=False)
     for model in (veriloop.model(client, model_name="m", cache=False), veriloop.model((client, "m"), cache=False)):
-        assert (model.backend, model.name, model.identity, model.preferred_concurrency) == ("openai", "m", "m", 8)
+        # The identity is the model's name at the client's (normalised) URL: other servers' "m" is another model.
+        assert (model.backend, model.name, model.identity, model.preferred_concurrency) == (
+            "openai", "m", "m@http://127.0.0.1:9/v1", 8)
     with pytest.raises(VeriloopError, match="give an openai.AsyncOpenAI client"):
         veriloop.model(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"))
 

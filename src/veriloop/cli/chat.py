@@ -36,6 +36,8 @@ def chat(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """An interactive CRITIC agent in the terminal.
 
@@ -88,4 +90,6 @@ def chat(
             if question is not None:
                 break
 
-    run_on_model(ModelChoice(model, base_url, api_key, cache, threads=threads), session)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
+                         retry_budget=retry_budget)
+    run_on_model(choice, session)

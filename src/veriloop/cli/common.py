@@ -60,6 +60,17 @@ class Opt:
     ]
     BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (or VERILOOP_BASE_URL).")]
     ApiKey = Annotated[str | None, typer.Option(help="API key (or VERILOOP_API_KEY / OPENAI_API_KEY); never recorded.")]
+    Deployment = Annotated[str | None, typer.Option(
+        metavar="NAME",
+        help="With --base-url: a name for the server deployment, keying the call cache instead of the URL. Cached "
+        "answers are shared by servers only when they give the same name (e.g. two URLs of one vLLM deployment); "
+        "without it, each normalised base URL has its own.",
+    )]
+    RetryBudget = Annotated[float | None, typer.Option(
+        metavar="SECONDS", min=0,
+        help="With --base-url: how long one request keeps being retried through server faults (resets, 429, 5xx, "
+        "invalid JSON) before the run stops (default: 120).",
+    )]
     Cache = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
     Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
     Seed = Annotated[int, typer.Option(help="Base seed.")]
@@ -105,7 +116,7 @@ def tool_settings(
 @dataclass(frozen=True)
 class ModelChoice:
     """The model options of a command (--model, --base-url, --api-key, --cache, --no-cache,
-    --threads as typed)."""
+    --threads, --deployment, --retry-budget as typed, and --concurrency where there is one)."""
 
     model: str
     base_url: str | None = None
@@ -113,6 +124,9 @@ class ModelChoice:
     cache: Path | None = None
     use_cache: bool = True
     threads: str | None = None
+    deployment: str | None = None
+    retry_budget: float | None = None
+    concurrency: int | None = None
 
     def load(self) -> Model:
         from ..models import load_model
@@ -121,7 +135,7 @@ class ModelChoice:
         threads = None if self.threads is None else thread_count(self.threads, "--threads")
         return load_model(
             self.model, base_url=self.base_url, api_key=self.api_key, cache_path=self.cache, use_cache=self.use_cache,
-            threads=threads,
+            threads=threads, concurrency=self.concurrency, deployment=self.deployment, retry_budget=self.retry_budget,
         )
 
 

@@ -93,6 +93,8 @@ def self_verification(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
@@ -106,6 +108,7 @@ def self_verification(
 
     sets = set_items({
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
         "n": instances, "max_rounds": max_rounds, "seeds": None if seed is None else [seed],
         "data_root": data_root, "report_options.verification_instances": verification_instances,
     }) + list(set_ or [])
@@ -174,6 +177,8 @@ def critic(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
@@ -191,6 +196,7 @@ def critic(
         tool_settings(None, None, toxicity_backend, allow_unisolated)  # the backend's name, checked
     sets = set_items({
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
         "n": instances, "data_root": data_root, "tools.search_url": search_url, "tools.toxicity": toxicity_backend,
         "tools.allow_unisolated": allow_unisolated or None,
         "report_options.hallucination_samples": hallucination_samples,
@@ -269,6 +275,8 @@ def selfcheck(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
     for weighted and majority voting (same solutions, ± standard error), TPR/FPR at
@@ -286,6 +294,7 @@ def selfcheck(
 
     items: dict[str, object] = {
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
+        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
         "n": questions, "data_root": data_root, "seeds": None if seed is None else [seed],
         "report_options.majority_cap": majority_cap,
     }

@@ -103,6 +103,7 @@ def run_spec(
     check: str | None, reference_field: str | None, id_field: str | None, data: Path | None, offset: int, n: int,
     options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int, concurrency: int | None,
     search_corpus: Path | None, search_url: str | None, toxicity_backend: str, allow_unisolated: bool,
+    deployment: str | None = None, retry_budget: float | None = None,
 ) -> Experiment:
     """`run`'s flags as the experiment spec `veriloop eval` reads from a file: one model,
     one domain or task, the strategies and one seed. A value the spec refuses is an
@@ -122,7 +123,7 @@ def run_spec(
     )
     fields = {
         "name": f"run {task.stem if task else domain}",
-        "models": {"main": {"id": model, "base_url": base_url,
+        "models": {"main": {"id": model, "base_url": base_url, "deployment": deployment, "retry_budget": retry_budget,
                             "threads": None if threads is None else thread_count(threads, "--threads")}},
         "tasks" if task is not None else "domains": [entry],
         "strategies": strategies, "seeds": [seed], "n": n, "max_rounds": max_rounds, "k": k,
@@ -173,12 +174,16 @@ def run(
     max_rounds: Annotated[int, typer.Option(help="Rounds for strategies that loop (backprompt).", min=1)] = 5,
     k: Annotated[int, typer.Option(help="Samples for sampling and self-consistency.", min=1)] = 5,
     concurrency: Annotated[
-        int | None, typer.Option(help="Trajectories at once (default: 1 in-process, 8 for servers).", min=1)
+        int | None, typer.Option(
+            help="Trajectories at once (default: 1 in-process, 8 for servers); for a server also the requests in "
+            "flight, every sample counted.", min=1)
     ] = None,
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -215,7 +220,8 @@ def run(
         reference_field=reference_field, id_field=id_field, data=data, offset=offset, n=n,
         options=domain_options(domain_option or []), strategies=specs, seed=seed, max_rounds=max_rounds, k=k,
         concurrency=concurrency, search_corpus=search_corpus, search_url=search_url,
-        toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated,
+        toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated, deployment=deployment,
+        retry_budget=retry_budget,
     )
     defaults: dict[str, object] = {"max_rounds": max_rounds, "k": k}
     strategies = [parse_strategy(s, defaults) for s in specs]
@@ -241,7 +247,8 @@ def run(
             config=config, on_progress=s.progress.update, tools=toolbox,
         )
 
-    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads)
+    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
+                         deployment=deployment, retry_budget=retry_budget, concurrency=concurrency)
     result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
     first_id, last_id = instances[0].id, instances[-1].id
     title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"

@@ -53,6 +53,8 @@ def selfcheck(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
     what it uses, an independent redo, and whether the redo supports it; then the
@@ -71,7 +73,8 @@ def selfcheck(
     async def job(s: Session) -> SolutionCheck:
         return await check_solution(s.model, question_text, solution_text, settings, on_progress=s.progress.update)
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
+                         retry_budget=retry_budget)
     check, _ = run_on_model(choice, job, progress="selfcheck: steps checked")
     accepted = check.confidence > threshold
     if as_json:

@@ -28,6 +28,8 @@ def verification(
     api_key: Opt.ApiKey = None,
     cache: Opt.Cache = None,
     threads: Opt.Threads = None,
+    deployment: Opt.Deployment = None,
+    retry_budget: Opt.RetryBudget = None,
 ) -> None:
     """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
@@ -45,7 +47,8 @@ def verification(
             s.model, dom, instances, study_dir, seed=seed, critiques=critiques, on_progress=s.progress.update
         )
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads)
+    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
+                         retry_budget=retry_budget)
     items, calls = run_on_model(choice, job, progress=f"{domain}: verification study", kept_in=study_dir)
     table = verification_table(items, [domain])
     (study_dir / "table2.md").write_text(table)

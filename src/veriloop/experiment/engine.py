@@ -306,7 +306,8 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
         entry = experiment.models[name]
         if given and name in given:
             cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
-            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency)
+            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency,
+                                    deployment=entry.deployment, retry_budget=entry.retry_budget)
             continue
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
@@ -319,7 +320,10 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
         loaded[name] = load_model(
             entry.id, base_url=entry.base_url, api_key=api_key, cache_path=cache_path,
             use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
-            concurrency=entry.concurrency,
+            # Without its own, a model is used at the experiment's concurrency: a server's
+            # requests in flight are then bounded by it, every sample counted.
+            concurrency=entry.concurrency or experiment.concurrency, deployment=entry.deployment,
+            retry_budget=entry.retry_budget,
         )
     return loaded
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -69,8 +70,10 @@ def _describe(key: str, config: Mapping[str, object]) -> str:
     value = config.get(key)
     if key == "model_identity":
         # A weight file's sha256 means nothing to a reader; the model's name does.
+        # A server model's identity (name@URL) is read whole.
         name = config.get("model") or config.get("model_name")
-        return f"{name} ({str(value)[:12]})" if name else str(value)
+        shown = str(value)[:12] if re.fullmatch(r"[0-9a-f]{64}", str(value)) else str(value)
+        return f"{name} ({shown})" if name else str(value)
     if key.endswith("sha256") and isinstance(value, str):
         return value[:12]
     if value is None:
@@ -82,13 +85,24 @@ def check_same_run(out_dir: Path, old: Mapping[str, object], new: Mapping[str, o
     """Raise when `new` settings would continue a run made with other ones. Only settings
     both configs record are compared: one written by an older veriloop, or by a caller that
     has no such setting, is not held against the other."""
-    differ = [key for key in SETTINGS if key in old and key in new and _normal(old[key]) != _normal(new[key])]
+    differ = [key for key in SETTINGS if key in old and key in new and _normal(old[key]) != _normal(new[key])
+              and not (key == "model_identity" and _same_server_model(old, new))]
     if not differ:
         return
     parts = [f"{SETTINGS[k]} {_describe(k, old)}, not {_describe(k, new)}" for k in differ]
     raise VeriloopError(
         f"{out_dir} holds a run made with {'; '.join(parts)}: its records would be mixed with this run's. "
         "Choose another output directory (--out, or out= in Python), or repeat the earlier settings to resume it"
+    )
+
+
+def _same_server_model(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
+    """A run recorded when a server model's identity was its name alone is the same model
+    as name@server now if it was made against the same base URL."""
+    before, now = old.get("model_identity"), new.get("model_identity")
+    return (
+        isinstance(before, str) and isinstance(now, str) and "@" not in before and now.startswith(before + "@")
+        and "base_url" in old and old.get("base_url") == new.get("base_url")
     )
 
 

@@ -72,7 +72,11 @@ class ModelEntry(Roles):
     id: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
-    concurrency: int | None = Field(None, ge=1)
+    # A server's name in the call cache's identity instead of its base URL: entries whose
+    # URLs reach one deployment share cached answers when they give it the same name.
+    deployment: str | None = Field(None, min_length=1)
+    retry_budget: float | None = Field(None, ge=0)  # seconds a server's faults are retried (default 120)
+    concurrency: int | None = Field(None, ge=1)  # trajectories at once; for a server, also requests in flight
     context: int | None = Field(None, ge=128)
     threads: int | None = Field(None, ge=1)
     cache: bool = True

@@ -38,17 +38,24 @@ def _gguf_path(spec: str) -> Path:
 
 def load_backend(
     model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None,
-    context: int | None = None, concurrency: int | None = None,
+    context: int | None = None, concurrency: int | None = None, deployment: str | None = None,
+    retry_budget: float | None = None,
 ) -> Model:
     """The bare backend for an id, without the cache. `threads`: llama.cpp's threads (default
     $VERILOOP_THREADS, else the CPU count) and `context` its context size in tokens; a
-    server model has neither to set. `concurrency`: trajectories at once on the model."""
+    server model has neither to set. `concurrency`: trajectories at once on the model (for
+    a server, also its requests in flight). `deployment` and `retry_budget` are a server
+    model's (see OpenAICompatModel)."""
     if model_id.startswith("openai/"):
         from .openai_compat import OpenAICompatModel
 
         return OpenAICompatModel(
-            model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key, concurrency=concurrency or 8
+            model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key, concurrency=concurrency or 8,
+            deployment=deployment, retry_budget=retry_budget,
         )
+    if deployment is not None or retry_budget is not None:
+        what = "a deployment name" if deployment is not None else "a retry budget"
+        raise VeriloopError(f"{what} applies to a server model (openai/<model>), not to {model_id!r}")
     spec = model_id.removeprefix("llamacpp/")
     if spec in PACKS:
         path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
@@ -79,10 +86,13 @@ def load_model(
     threads: int | None = None,
     context: int | None = None,
     concurrency: int | None = None,
+    deployment: str | None = None,
+    retry_budget: float | None = None,
 ) -> Model:
     """A backend wrapped in the call cache (unless use_cache is False)."""
     backend = load_backend(
-        model_id, base_url=base_url, api_key=api_key, threads=threads, context=context, concurrency=concurrency
+        model_id, base_url=base_url, api_key=api_key, threads=threads, context=context, concurrency=concurrency,
+        deployment=deployment, retry_budget=retry_budget,
     )
     if not use_cache:
         return backend
@@ -113,6 +123,8 @@ def as_model(
     cache: bool | str | Path | CallCache = True,
     concurrency: int | None = None,
     threads: int | None = None,
+    deployment: str | None = None,
+    retry_budget: float | None = None,
 ) -> Model:
     """A Model from whatever names or wraps one:
 
@@ -126,7 +138,10 @@ def as_model(
     `cache`: True for the default call cache, a path or a CallCache for another, False
     for none. `concurrency` overrides how many trajectories may use the model at once.
     `threads`: how many threads a local (llama.cpp) model computes with (default
-    $VERILOOP_THREADS, else the CPU count).
+    $VERILOOP_THREADS, else the CPU count). For a server model (an `openai/` id or a
+    client): `deployment` names the server in the cache identity instead of its base URL
+    (several URLs of one deployment then share cached answers), `retry_budget` is how many
+    seconds its faults are retried (default 120).
     """
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
         spec, model_name = spec
@@ -134,7 +149,8 @@ def as_model(
     if isinstance(spec, CachedModel):
         return spec
     if isinstance(spec, str):
-        backend = load_backend(spec, base_url=base_url, api_key=api_key, threads=threads)
+        backend = load_backend(spec, base_url=base_url, api_key=api_key, threads=threads, deployment=deployment,
+                               retry_budget=retry_budget)
     elif _is_sync_openai_client(spec):
         raise VeriloopError(
             "veriloop calls models asynchronously: give an openai.AsyncOpenAI client (or wrap your openai.OpenAI "
@@ -145,7 +161,8 @@ def as_model(
             raise VeriloopError("an OpenAI client needs the model's name: model_name='...' or (client, 'model-name')")
         from .openai_compat import OpenAICompatModel
 
-        backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8)
+        backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8, deployment=deployment,
+                                    retry_budget=retry_budget)
     elif is_model(spec):
         backend = spec
     elif callable(getattr(spec, "generate", None)):

@@ -1,16 +1,32 @@
 """Any OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama, hosted APIs).
 
 The API key is taken from an option or the environment and kept only on the client: it is
-never part of the model identity, the cache key, a record or a log line. Transport errors
-are retried with exponential backoff; if they persist the run stops with a clear error.
-They are never cached and never shown to the model as if they were feedback.
+never part of the model identity, the cache key, a record or a log line.
+
+Faults of the server or the network are weather, not failures: a connection reset, a
+timeout, 408, 429 (after its Retry-After, capped), 5xx, a truncated or invalid JSON body
+and a completion with no choices are retried with jittered exponential backoff for as
+long as the call's retry budget allows (counted from its first fault); only then does the
+run stop, with one line naming the server and the last fault. A fault is never returned,
+so its text never reaches a prompt, a record or the cache. Answers that no retry would
+change (a refused key, an unknown model, a context overflow, a web page or another API's
+JSON) stop the call at once.
+
+The identity that keys the call cache is the server's model name at the normalised base
+URL, or at a deployment name the user gives, so two servers that both call their model
+`default` never share cached answers unless declared one deployment.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
+import math
 import os
+import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,8 +34,50 @@ from ..errors import ContextOverflow, ModelTransportError, VeriloopError
 from ..records import Message
 from .base import Completion, GenParams, TokenLogprob
 
-RETRY_ATTEMPTS = 5
+RETRY_BUDGET_SECONDS = 120.0
 RETRY_BASE_SECONDS = 0.5
+RETRY_MAX_WAIT_SECONDS = 20.0  # the longest backoff between two attempts
+RETRY_AFTER_MAX_SECONDS = 60.0  # a server's Retry-After is honoured up to this
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class _Fault(Exception):
+    """A transient fault of one attempt: `what` describes it in one line (for the final
+    error only); `retry_after` is the wait the server asked for, if any."""
+
+    def __init__(self, what: str, retry_after: float | None = None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+def normalise_url(url: str) -> str:
+    """One spelling per server: scheme and host lowercased, credentials and default ports
+    dropped, repeated and trailing slashes removed (the path's case is kept: it matters)."""
+    text = url.strip()
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:  # not a port number: keep what was written, it cannot be a different spelling
+        port = None
+        parts = urlsplit("")
+    if not parts.scheme or not parts.hostname:
+        return text.rstrip("/")
+    scheme = parts.scheme.lower()
+    host = parts.hostname  # lowercased by urlsplit, without user:password@
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    if port is not None and port != DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    path = "/".join(segment for segment in parts.path.split("/") if segment)
+    return f"{scheme}://{host}" + (f"/{path}" if path else "") + (f"?{parts.query}" if parts.query else "")
+
+
+def server_identity(model: str, base_url: str, deployment: str | None = None) -> str:
+    """The cache identity of a server model: its name at the deployment when one is
+    declared, else at the normalised base URL."""
+    where = f"deployment:{deployment.strip()}" if deployment else normalise_url(base_url)
+    return f"{model}@{where}"
 
 
 class OpenAICompatModel:
@@ -34,9 +92,19 @@ class OpenAICompatModel:
         timeout: float = 600.0,
         retry_base_seconds: float = RETRY_BASE_SECONDS,
         client: Any = None,
+        *,
+        retry_budget: float | None = None,
+        deployment: str | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """`client`: an `openai.AsyncOpenAI` of the caller's (its URL, key and retry
-        settings are used as they are, and it is left open on aclose)."""
+        settings are used as they are, and it is left open on aclose). `concurrency`
+        bounds the requests in flight to the server, every sample counted.
+        `retry_budget`: seconds from a call's first fault during which faults are retried
+        (default 120). `deployment`: a name for the server, used in the cache identity
+        instead of the base URL, so that several URLs of one deployment share cached
+        answers. `sleep` and `clock` (asyncio.sleep and time.monotonic) time the retries."""
         import openai
 
         self._openai = openai
@@ -44,11 +112,20 @@ class OpenAICompatModel:
         api_key = api_key or os.environ.get("VERILOOP_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
         if not model:
             raise VeriloopError("an openai model id needs a model name, e.g. `openai/gpt-4o-mini`")
+        if deployment is not None and not deployment.strip():
+            raise VeriloopError("a deployment name must not be empty")
+        if retry_budget is not None and not (retry_budget >= 0 and math.isfinite(retry_budget)):
+            raise VeriloopError(f"the retry budget must be a number of seconds, at least 0, not {retry_budget}")
         self.name = model
-        self.identity = model  # the server's model name; the key and URL are not identity
         self.base_url = base_url
+        self.deployment = deployment.strip() if deployment else None
         self.preferred_concurrency = concurrency
         self.retry_base_seconds = retry_base_seconds
+        self.retry_budget = RETRY_BUDGET_SECONDS if retry_budget is None else retry_budget
+        self._sleep = sleep
+        self._clock = clock or time.monotonic
+        self._random = random.Random()
+        self._slots: tuple[Any, int, asyncio.Semaphore] | None = None
         # Retries are ours (they must never be cached or leak across calls), so the
         # client's own are off.
         self._owns_client = client is None
@@ -57,13 +134,28 @@ class OpenAICompatModel:
             self._client = client
         else:
             self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        # The URL the client really calls (the default OpenAI endpoint when none is given);
+        # the key is never part of it.
+        self.identity = server_identity(model, self._url(), self.deployment)
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         # One request per sample with its own seed keeps sample i identical however the
         # samples are batched (and many servers ignore n > 1).
-        return list(await asyncio.gather(*(self._one(messages, params, i) for i in range(params.n))))
+        slots = self._in_flight()
+        return list(await asyncio.gather(*(self._one(messages, params, i, slots) for i in range(params.n))))
 
-    async def _one(self, messages: list[Message], params: GenParams, index: int) -> Completion:
+    def _in_flight(self) -> asyncio.Semaphore:
+        """The slots every request to the server takes, shared by all calls, so that k
+        samples of many calls never put more than `preferred_concurrency` requests in
+        flight. One per event loop (a semaphore belongs to the loop it waits on)."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop or self._slots[1] != self.preferred_concurrency:
+            self._slots = (loop, self.preferred_concurrency, asyncio.Semaphore(max(1, self.preferred_concurrency)))
+        return self._slots[2]
+
+    async def _one(
+        self, messages: list[Message], params: GenParams, index: int, slots: asyncio.Semaphore
+    ) -> Completion:
         kwargs: dict[str, Any] = dict(
             model=self.name,
             messages=messages,
@@ -79,44 +171,84 @@ class OpenAICompatModel:
             kwargs["seed"] = seed
         if params.logprobs:
             kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
-        transient = (
-            self._openai.APIConnectionError,
-            self._openai.APITimeoutError,
-            self._openai.RateLimitError,
-            self._openai.InternalServerError,
-        )
-        for attempt in range(RETRY_ATTEMPTS):
+        # The slot is held through the backoff too: while a server struggles, the calls
+        # waiting for a slot neither add to its load nor spend their own retry budget.
+        async with slots:
+            return await self._with_retries(kwargs, params)
+
+    async def _with_retries(self, kwargs: dict[str, Any], params: GenParams) -> Completion:
+        openai = self._openai
+        first_fault: float | None = None
+        attempts = 0
+        while True:
+            attempts += 1
             started = time.perf_counter()
             try:
-                # The raw response keeps the body, to quote it when it is not a chat completion.
+                # The raw response keeps the body, to tell a damaged answer from another API's.
                 raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
-                break
-            except transient as exc:
-                if attempt == RETRY_ATTEMPTS - 1:
-                    where = self.base_url or "the default OpenAI endpoint"
-                    raise ModelTransportError(
-                        f"model server at {where} failed {RETRY_ATTEMPTS} times ({type(exc).__name__}); "
-                        "check that it is running and reachable, then re-run (finished work is kept)"
-                    ) from None
-                await asyncio.sleep(self.retry_base_seconds * 2**attempt)
-            except self._openai.BadRequestError as exc:
-                if "context" in str(exc).lower():
-                    raise ContextOverflow(f"prompt does not fit the context of {self.name}") from None
-                raise VeriloopError(f"the server rejected the request: {_short(exc)}") from None
-            except (self._openai.AuthenticationError, self._openai.PermissionDeniedError):
-                raise VeriloopError(
-                    "the server refused the API key; set VERILOOP_API_KEY (or OPENAI_API_KEY) or pass --api-key"
+                choice, usage = self._parsed(raw)
+                return Completion(
+                    text=choice.message.content or "",
+                    finish_reason=str(choice.finish_reason or "stop"),
+                    prompt_tokens=_count(usage, "prompt_tokens"),
+                    completion_tokens=_count(usage, "completion_tokens"),
+                    logprobs=_logprobs(choice) if params.logprobs else None,
+                    seconds=time.perf_counter() - started,
+                )
+            except _Fault as exc:
+                fault = exc
+            except openai.APIConnectionError as exc:  # refused, reset, timed out (APITimeoutError)
+                fault = _Fault(_connection_fault(exc))
+            except openai.APIStatusError as exc:
+                if not _transient_status(exc.status_code):
+                    raise self._refusal(exc) from None
+                response = exc.response
+                fault = _Fault(f"{exc.status_code} {response.reason_phrase} ({_excerpt(response.text)})",
+                               _retry_after(response.headers))
+            now = self._clock()
+            first_fault = now if first_fault is None else first_fault
+            left = self.retry_budget - (now - first_fault)
+            wait = self._wait(attempts, fault.retry_after, left)
+            if wait is None:
+                raise ModelTransportError(
+                    f"the model server at {self._url()} kept failing for {round(now - first_fault, 1):g} s "
+                    f"({attempts} attempt{'' if attempts == 1 else 's'}, retry budget {self.retry_budget:g} s); "
+                    f"last error: {fault.what}; "
+                    "check that it is running and reachable, then re-run (finished work is kept)"
                 ) from None
-            except self._openai.NotFoundError as exc:
-                raise VeriloopError(self._not_found(exc)) from None
-        choice, usage = self._parsed(raw)
-        return Completion(
-            text=choice.message.content or "",
-            finish_reason=str(choice.finish_reason or "stop"),
-            prompt_tokens=_count(usage, "prompt_tokens"),
-            completion_tokens=_count(usage, "completion_tokens"),
-            logprobs=_logprobs(choice) if params.logprobs else None,
-            seconds=time.perf_counter() - started,
+            await (self._sleep or asyncio.sleep)(wait)
+
+    def _wait(self, attempts: int, retry_after: float | None, left: float) -> float | None:
+        """The wait before the next attempt, None when the budget does not allow one. A
+        server's Retry-After (capped) is honoured, not shortened: retrying sooner would only
+        be refused again. Otherwise the backoff doubles from retry_base_seconds, jittered
+        so calls that failed together do not all come back together, and cut to the budget."""
+        if left <= 0:
+            return None
+        if retry_after is not None:
+            wait = min(retry_after, RETRY_AFTER_MAX_SECONDS)
+            wait += self._random.uniform(0, 0.1 * wait)
+            return wait if wait <= left else None
+        ceiling = min(RETRY_MAX_WAIT_SECONDS, self.retry_base_seconds * 2 ** (attempts - 1))
+        return min(left, ceiling / 2 + self._random.uniform(0, ceiling / 2))
+
+    def _refusal(self, exc: Any) -> VeriloopError:
+        """The error for an HTTP status that retrying would not change."""
+        openai = self._openai
+        if isinstance(exc, openai.BadRequestError):
+            if "context" in str(exc).lower():
+                return ContextOverflow(f"prompt does not fit the context of {self.name}")
+            return VeriloopError(f"the server rejected the request: {_short(exc)}")
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            return VeriloopError(
+                "the server refused the API key; set VERILOOP_API_KEY (or OPENAI_API_KEY) or pass --api-key"
+            )
+        if isinstance(exc, openai.NotFoundError):
+            return VeriloopError(self._not_found(exc))
+        response = exc.response
+        return VeriloopError(
+            f"the server at {self._url()} answered {exc.status_code} {response.reason_phrase} "
+            f"({_excerpt(response.text)}) to POST {self._url()}/chat/completions"
         )
 
     def _url(self) -> str:
@@ -124,19 +256,28 @@ class OpenAICompatModel:
         return url.rstrip("/")
 
     def _parsed(self, raw: Any) -> tuple[Any, Any]:
-        """The first choice and the usage of a chat completion; a VeriloopError quoting the body when the
-        server answered something else (a web page, a JSON error, another API's JSON)."""
+        """The first choice and the usage of a chat completion. A damaged one (a body cut
+        short or not valid JSON, an empty body, no choices) is a _Fault, to be retried; a
+        VeriloopError quotes the body when the server answered something else (a web page,
+        a JSON error, another API's JSON), which no retry would change."""
+        body = raw.http_response.text
         try:
-            resp = raw.parse()
-        except ValueError:  # a JSON content type over a body that is not JSON
-            resp = None
+            data = json.loads(body)
+        except ValueError:
+            # JSON that does not parse is a damaged answer; anything else was never JSON.
+            if not body.strip() or body.lstrip().startswith(("{", "[")):
+                raise _Fault(f"a truncated or invalid JSON body ({_excerpt(body)})") from None
+            data = None
+        if isinstance(data, dict) and "choices" in data and not data["choices"]:
+            raise _Fault("a chat completion with no choices")
+        resp = raw.parse() if isinstance(data, dict) else None
         choices = getattr(resp, "choices", None)
         choice = choices[0] if isinstance(choices, list) and choices else None
         content = getattr(getattr(choice, "message", None), "content", 0)
         if content is None or isinstance(content, str):
             return choice, getattr(resp, "usage", None)
         raise VeriloopError(
-            f"the server at {self._url()} answered a chat completion request with {_excerpt(raw.http_response.text)}, "
+            f"the server at {self._url()} answered a chat completion request with {_excerpt(body)}, "
             'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})' + self._v1_hint()
         )
 
@@ -165,6 +306,40 @@ class OpenAICompatModel:
 
 def _short(exc: Exception) -> str:
     return str(exc).splitlines()[0][:300]
+
+
+def _transient_status(status: int) -> bool:
+    # 501 Not Implemented and 505 are answers about the request, the rest of 5xx the server's trouble.
+    return status in (408, 429) or (status >= 500 and status not in (501, 505))
+
+
+def _connection_fault(exc: Exception) -> str:
+    """The connection fault in one line: openai's "Connection error." says less than its cause."""
+    cause = exc.__cause__
+    if cause is None:
+        return type(exc).__name__
+    text = " ".join(str(cause).split())[:200]
+    return f"{type(exc).__name__} ({type(cause).__name__}{': ' + text if text else ''})"
+
+
+def _retry_after(headers: Any) -> float | None:
+    """The wait a 429 or 503 asks for: retry-after-ms (OpenAI's), or Retry-After in seconds
+    or as an HTTP date; None when there is none or it cannot be read."""
+    try:
+        if headers.get("retry-after-ms") is not None:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif headers.get("retry-after") is not None:
+            value = headers["retry-after"].strip()
+            try:
+                seconds = float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                seconds = when.timestamp() - time.time()
+        else:
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _excerpt(body: str) -> str:
