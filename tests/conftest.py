@@ -25,10 +25,12 @@ def smollm2_path() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2(smollm2_path: Path):
-    """The bare in-process backend (no cache), loaded once for the whole session."""
+    """The bare in-process backend (no cache) on the sequential path (concurrency 1), whose
+    seeds and prefix reuse are exact; test_batched covers the batched default. Loaded once
+    for the whole session."""
     from veriloop.models import load_backend
 
-    return load_backend("smollm2-135m")
+    return load_backend("smollm2-135m", concurrency=1)
 
 
 @pytest.fixture(scope="session")

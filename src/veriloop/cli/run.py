@@ -175,8 +175,9 @@ def run(
     k: Annotated[int, typer.Option(help="Samples for sampling and self-consistency.", min=1)] = 5,
     concurrency: Annotated[
         int | None, typer.Option(
-            help="Trajectories at once (default: 1 in-process, 8 for servers); for a server also the requests in "
-            "flight, every sample counted.", min=1)
+            help="Trajectories at once (default: 16 in-process, decoded together in batches; 8 for servers); 1 runs "
+            "a local model one call at a time. For a server also the requests in flight, every sample counted.",
+            min=1)
     ] = None,
     base_url: Opt.BaseUrl = None,
     api_key: Opt.ApiKey = None,

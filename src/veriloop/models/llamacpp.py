@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import ContextOverflow, VeriloopError
 from ..records import Message
 from .base import Completion, GenParams, TokenLogprob
+from .batched import DEFAULT_SEQUENCES
 
 DEFAULT_N_CTX = 4096
 DEFAULT_N_BATCH = 64
@@ -112,6 +113,9 @@ class _Loaded:
     def __init__(self, path: Path, logits_all: bool, n_ctx: int, n_batch: int, threads: int) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
         self._formatter: Any = None
+        self._engine: Any = None
+        self._engine_lock = threading.Lock()
+        self.n_ctx, self.threads, self.name = n_ctx, threads, path.name
         cls = _aligned_llama_class()
         try:
             self.llm = cls(
@@ -129,6 +133,17 @@ class _Loaded:
     def chat_prompt(self, messages: list[Message]) -> str:
         """The prompt text the model's own chat template makes of `messages`, ending
         where the assistant's reply starts (as create_chat_completion formats it)."""
+        return self._format(messages).prompt  # type: ignore[no-any-return]
+
+    def chat_tokens(self, messages: list[Message]) -> tuple[list[int], list[str]]:
+        """The prompt tokens and the template's own stop strings, as create_chat_completion
+        makes them (the template adds the special tokens itself)."""
+        result = self._format(messages)
+        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+        stops = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
+        return list(tokens), [s for s in stops if s]
+
+    def _format(self, messages: list[Message]) -> Any:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         if self._formatter is None:
@@ -142,7 +157,16 @@ class _Loaded:
                 eos_token=model.token_get_text(eos) if eos != -1 else "",
                 bos_token=model.token_get_text(bos) if bos != -1 else "",
             )
-        return self._formatter(messages=messages).prompt
+        return self._formatter(messages=messages)
+
+    def engine(self) -> Any:
+        """The continuous-batching engine over these weights, made on first use."""
+        from .batched import BatchedEngine
+
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = BatchedEngine(self.llm, n_ctx=self.n_ctx, threads=self.threads, name=self.name)
+            return self._engine
 
     @classmethod
     def get(cls, path: Path, logits_all: bool, n_ctx: int, n_batch: int, threads: int) -> _Loaded:
@@ -156,8 +180,12 @@ class _Loaded:
 
 
 class LlamaCppModel:
+    """A local GGUF model. With `preferred_concurrency` above 1 (the default) concurrent
+    calls decode together in one batched context (see batched.py); at 1 every call runs
+    alone, in order, on the sequential path."""
+
     backend = "llamacpp"
-    preferred_concurrency = 1
+    preferred_concurrency = DEFAULT_SEQUENCES
 
     def __init__(
         self,
@@ -195,12 +223,21 @@ class LlamaCppModel:
         return _Loaded.get(self.path, True, self.n_ctx, self.n_batch, self.threads) if params.logprobs else self._main
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        if self.preferred_concurrency > 1:
+            return await self._batched(messages, params)
         loaded = self._loaded_for(params)
         loop = asyncio.get_running_loop()
         results = []
         for i in range(params.n):
             results.append(await loop.run_in_executor(loaded.executor, self._one, loaded, messages, params, i))
         return results
+
+    async def _batched(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        engine = self._main.engine()
+        prompt, template_stops = self._main.chat_tokens(messages)
+        stops = list(params.stop) + template_stops
+        futures = [asyncio.wrap_future(engine.submit(prompt, params, i, stops)) for i in range(params.n)]
+        return list(await asyncio.gather(*futures))
 
     def _one(self, loaded: _Loaded, messages: list[Message], params: GenParams, index: int) -> Completion:
         started = time.perf_counter()
