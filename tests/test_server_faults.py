@@ -7,12 +7,14 @@ different servers never share cached answers unless declared one deployment."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
 import sqlite3
 import struct
 import threading
 import time
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from veriloop.errors import ModelTransportError, VeriloopError
 from veriloop.experiment.identity import check_same_run
 from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache, GenParams
-from veriloop.models.openai_compat import OpenAICompatModel, _retry_after, normalise_url
+from veriloop.models.openai_compat import OpenAICompatModel, _logprobs, _retry_after, normalise_url
 from veriloop.strategies import parse_strategy
 
 QUESTION = [{"role": "user", "content": "What is 6 times 4?"}]
@@ -67,6 +69,7 @@ class FaultServer:
     def __init__(self, script: list[str], then: str = "ok", latency: float = 0.0, text: str = GOOD) -> None:
         self.script, self.then, self.latency, self.text = script, then, latency, text
         self.arrivals: list[float] = []
+        self.headers: list[dict[str, str]] = []
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         fault_server = self
@@ -77,6 +80,7 @@ class FaultServer:
                 with fault_server.lock:
                     index = len(fault_server.arrivals)
                     fault_server.arrivals.append(time.monotonic())
+                    fault_server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     fault_server.in_flight += 1
                     fault_server.max_in_flight = max(fault_server.max_in_flight, fault_server.in_flight)
                 try:
@@ -226,7 +230,7 @@ def test_retry_after_as_milliseconds_seconds_or_an_http_date():
 
 
 @pytest.mark.parametrize(("kind", "described"), [
-    ("reset", "APIConnectionError (ReadError)"),
+    ("reset", "APIConnectionError (ClientOSError: [Errno 104] Connection reset by peer)"),
     ("invalid_json", """a truncated or invalid JSON body ('{"choices": [{"message": {"content": "FAULT invalid"}}]}} """
                      """trailing')"""),
     ("truncated_json", """a truncated or invalid JSON body ('{"id": "c1", "object": "chat.completion", "created": 0, """
@@ -294,7 +298,7 @@ def test_a_zero_budget_does_not_retry_and_names_a_refused_connection():
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     with pytest.raises(ModelTransportError, match=rf"^the model server at {url} kept failing for 0 s \(1 attempt, "
-                       r"retry budget 0 s\); last error: APIConnectionError \(ConnectError: .*\); check that"):
+                       r"retry budget 0 s\); last error: APIConnectionError \(ClientConnectorError: .*\); check that"):
         generate(client(url, retry_budget=0))
 
 
@@ -338,6 +342,46 @@ def test_requests_in_flight_never_exceed_the_concurrency_counting_every_sample()
         eight, five = asyncio.run(go())
     assert (len(eight), len(five), server.requests) == (8, 5, 13)
     assert server.max_in_flight == 3
+
+
+# ---------------------------------------------------------------- the transport
+
+
+def test_a_model_serves_one_event_loop_after_another_and_leaves_no_session_open():
+    with FaultServer([]) as server, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = client(server.url)
+        for _ in range(2):  # each asyncio.run closes the session it made when its loop shuts down
+            (result,) = asyncio.run(model.generate(QUESTION, GenParams(max_tokens=8)))
+            assert result.text == GOOD
+        (result,) = generate(model)  # and aclose closes the current one
+        assert result.text == GOOD
+        del model
+        gc.collect()
+    assert server.requests == 3
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert server.headers[0]["authorization"] == "Bearer k"
+
+
+def test_a_callers_openai_client_is_used_as_given_and_left_open():
+    import openai
+
+    with FaultServer([]) as server:
+        given = openai.AsyncOpenAI(base_url=server.url, api_key="theirs", max_retries=0,
+                                   default_headers={"X-Caller": "yes"})
+        (result,) = generate(OpenAICompatModel("default", client=given))
+        assert result.text == GOOD and not given.is_closed()
+        asyncio.run(given.close())
+    assert (server.headers[0]["x-caller"], server.headers[0]["authorization"]) == ("yes", "Bearer theirs")
+
+
+def test_logprobs_are_read_from_the_completion():
+    top = [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.5}]
+    choice = {"logprobs": {"content": [{"token": "A", "logprob": -0.1, "bytes": None, "top_logprobs": top}]}}
+    (only,) = _logprobs(choice) or []
+    assert (only.token, only.logprob, only.top) == ("A", -0.1, {"A": -0.1, "B": -2.5})
+    assert _logprobs({"logprobs": None}) is None
+    assert _logprobs({"logprobs": {"content": []}}) == []
 
 
 # ---------------------------------------------------------------- cache identity

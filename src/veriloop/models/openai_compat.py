@@ -15,6 +15,14 @@ JSON) stop the call at once.
 The identity that keys the call cache is the server's model name at the normalised base
 URL, or at a deployment name the user gives, so two servers that both call their model
 `default` never share cached answers unless declared one deployment.
+
+Transport: a client made here posts chat completions itself over aiohttp (one session per
+event loop, no connection limit of its own: the in-flight bound is ours), because the
+openai SDK's stack (request transform, httpx, httpcore's pool, anyio) costs several
+milliseconds of CPU per request, which caps a fast server's throughput long before the
+concurrency does. It still keeps an `openai.AsyncOpenAI` for its settings (base URL,
+organisation, project) and builds its status errors with the SDK, so every answer is
+classified as the SDK would. A client the caller gives is used through the SDK, as given.
 """
 
 from __future__ import annotations
@@ -26,13 +34,16 @@ import math
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import ContextOverflow, ModelTransportError, VeriloopError
 from ..records import Message
 from .base import Completion, GenParams, TokenLogprob
+
+if TYPE_CHECKING:
+    import aiohttp
 
 RETRY_BUDGET_SECONDS = 120.0
 RETRY_BASE_SECONDS = 0.5
@@ -134,6 +145,14 @@ class OpenAICompatModel:
             self._client = client
         else:
             self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        self._timeout = timeout
+        self._http_url = ""
+        if self._owns_client:  # the chat completions endpoint under the base URL, its query kept
+            base = self._client.base_url
+            self._http_url = str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
+        # The session of a client made here, on the loop it belongs to, with what closes it.
+        self._http: tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncGenerator[None, None],
+                          dict[str, Any]] | None = None
         # The URL the client really calls (the default OpenAI endpoint when none is given);
         # the key is never part of it.
         self.identity = server_identity(model, self._url(), self.deployment)
@@ -142,6 +161,8 @@ class OpenAICompatModel:
         # One request per sample with its own seed keeps sample i identical however the
         # samples are batched (and many servers ignore n > 1).
         slots = self._in_flight()
+        if params.n == 1:  # the common case, without a task of its own
+            return [await self._one(messages, params, 0, slots)]
         return list(await asyncio.gather(*(self._one(messages, params, i, slots) for i in range(params.n))))
 
     def _in_flight(self) -> asyncio.Semaphore:
@@ -184,12 +205,12 @@ class OpenAICompatModel:
             attempts += 1
             started = time.perf_counter()
             try:
-                # The raw response keeps the body, to tell a damaged answer from another API's.
-                raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
-                choice, usage = self._parsed(raw)
+                # The body as text, to tell a damaged answer from another API's.
+                body = await (self._post(kwargs) if self._owns_client else self._post_with_sdk(kwargs))
+                choice, usage = self._parsed(body)
                 return Completion(
-                    text=choice.message.content or "",
-                    finish_reason=str(choice.finish_reason or "stop"),
+                    text=choice["message"].get("content") or "",
+                    finish_reason=str(choice.get("finish_reason") or "stop"),
                     prompt_tokens=_count(usage, "prompt_tokens"),
                     completion_tokens=_count(usage, "completion_tokens"),
                     logprobs=_logprobs(choice) if params.logprobs else None,
@@ -217,6 +238,84 @@ class OpenAICompatModel:
                     "check that it is running and reachable, then re-run (finished work is kept)"
                 ) from None
             await (self._sleep or asyncio.sleep)(wait)
+
+    async def _post_with_sdk(self, kwargs: dict[str, Any]) -> str:
+        raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+        return str(raw.http_response.text)
+
+    async def _post(self, kwargs: dict[str, Any]) -> str:
+        """POST /chat/completions on our own session; the body of a 2xx answer. Faults are
+        raised as the SDK's exceptions (a status error built by the SDK from the answer,
+        APIConnectionError or APITimeoutError caused by aiohttp's), so they are classified
+        as the SDK's own requests are."""
+        import aiohttp
+
+        session, proxy = await self._session()
+        url = self._http_url
+        try:
+            async with session.post(url, data=json.dumps(kwargs).encode(), **proxy) as response:
+                content = await response.read()
+                status, reason, charset = response.status, response.reason, response.charset
+                headers = list(response.raw_headers)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            request = self._httpx.Request("POST", url)
+            if isinstance(exc, TimeoutError):
+                raise self._openai.APITimeoutError(request=request) from exc
+            raise self._openai.APIConnectionError(request=request) from exc
+        try:
+            body = content.decode(charset or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            body = content.decode("utf-8", errors="replace")
+        if 200 <= status < 300:
+            return body
+        answer = self._httpx.Response(
+            status, headers=headers, content=content, request=self._httpx.Request("POST", url),
+            extensions={"reason_phrase": reason.encode()} if reason else {},
+        )
+        raise self._client._make_status_error_from_response(answer)
+
+    async def _session(self) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+        """This event loop's session, made on first use, and the proxy options of a request.
+        A session belongs to its loop, so a model used under several `asyncio.run`s gets
+        one per loop, each closed when its loop shuts down (asyncio.run closes the async
+        generators a loop started) if aclose has not closed it before."""
+        loop = asyncio.get_running_loop()
+        if self._http is not None and self._http[0] is loop:
+            return self._http[1], self._http[3]
+        import aiohttp
+        import aiohttp.helpers
+        import yarl
+
+        client = self._client
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": client.user_agent}
+        if client.api_key:
+            headers["Authorization"] = f"Bearer {client.api_key}"
+        if client.organization:
+            headers["OpenAI-Organization"] = client.organization
+        if client.project:
+            headers["OpenAI-Project"] = client.project
+        # HTTP(S)_PROXY and NO_PROXY are honoured as the SDK honours them, looked up once here:
+        # aiohttp's trust_env would look them (and ~/.netrc) up on a thread for every request.
+        proxy: dict[str, Any] = {}
+        try:
+            proxy["proxy"], proxy["proxy_auth"] = aiohttp.helpers.get_env_proxy_for_url(yarl.URL(self._http_url))
+        except LookupError:
+            pass
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),  # no limit here: requests in flight are bounded by our slots
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout),
+        )
+        closer = _closed_with_the_loop(session)
+        await anext(closer)
+        self._http = (loop, session, closer, proxy)
+        return session, proxy
+
+    @property
+    def _httpx(self) -> Any:
+        import httpx2
+
+        return httpx2
 
     def _wait(self, attempts: int, retry_after: float | None, left: float) -> float | None:
         """The wait before the next attempt, None when the budget does not allow one. A
@@ -255,12 +354,11 @@ class OpenAICompatModel:
         url = self.base_url or str(getattr(self._client, "base_url", "")) or "the default OpenAI endpoint"
         return url.rstrip("/")
 
-    def _parsed(self, raw: Any) -> tuple[Any, Any]:
+    def _parsed(self, body: str) -> tuple[dict[str, Any], Any]:
         """The first choice and the usage of a chat completion. A damaged one (a body cut
         short or not valid JSON, an empty body, no choices) is a _Fault, to be retried; a
         VeriloopError quotes the body when the server answered something else (a web page,
         a JSON error, another API's JSON), which no retry would change."""
-        body = raw.http_response.text
         try:
             data = json.loads(body)
         except ValueError:
@@ -270,12 +368,12 @@ class OpenAICompatModel:
             data = None
         if isinstance(data, dict) and "choices" in data and not data["choices"]:
             raise _Fault("a chat completion with no choices")
-        resp = raw.parse() if isinstance(data, dict) else None
-        choices = getattr(resp, "choices", None)
+        choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
-        content = getattr(getattr(choice, "message", None), "content", 0)
-        if content is None or isinstance(content, str):
-            return choice, getattr(resp, "usage", None)
+        message = choice.get("message") if isinstance(choice, dict) else None
+        content = message.get("content") if isinstance(message, dict) else 0
+        if choice is not None and (content is None or isinstance(content, str)):
+            return choice, data.get("usage")  # type: ignore[union-attr]  # a dict, since it has a choice
         raise VeriloopError(
             f"the server at {self._url()} answered a chat completion request with {_excerpt(body)}, "
             'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})' + self._v1_hint()
@@ -301,7 +399,19 @@ class OpenAICompatModel:
 
     async def aclose(self) -> None:
         if self._owns_client:
+            http, self._http = self._http, None
+            if http is not None and http[0] is asyncio.get_running_loop():
+                await http[2].aclose()  # closes the session (another loop's closes with its loop)
             await self._client.close()
+
+
+async def _closed_with_the_loop(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Started once, this generator closes the session when it is closed: by aclose, or by
+    the event loop's shutdown (asyncio.run closes the async generators it started)."""
+    try:
+        yield
+    finally:
+        await session.close()
 
 
 def _short(exc: Exception) -> str:
@@ -350,18 +460,20 @@ def _excerpt(body: str) -> str:
 
 
 def _count(usage: Any, field: str) -> int:
-    value = getattr(usage, field, 0)
+    value = usage.get(field, 0) if isinstance(usage, dict) else 0
     return value if isinstance(value, int) else 0
 
 
-def _logprobs(choice: Any) -> list[TokenLogprob] | None:
-    if not choice.logprobs or choice.logprobs.content is None:
+def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if content is None:
         return None
     return [
         TokenLogprob(
-            token=t.token,
-            logprob=t.logprob,
-            top={alt.token: alt.logprob for alt in (t.top_logprobs or [])},
+            token=t["token"],
+            logprob=t["logprob"],
+            top={alt["token"]: alt["logprob"] for alt in (t.get("top_logprobs") or [])},
         )
-        for t in choice.logprobs.content
+        for t in content
     ]
