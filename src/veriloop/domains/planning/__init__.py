@@ -17,7 +17,17 @@ from typing import Any
 
 from ...errors import DataFileError, VeriloopError
 from ..base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
-from .language import Language, Step, Template, check_template, join_words, load_template, normalise, parse_plan
+from .language import (
+    Language,
+    Step,
+    Template,
+    check_template,
+    join_words,
+    load_template,
+    normalise,
+    parse_plan,
+    read_plan,
+)
 from .pddl_model import GroundAction, Literal, Task, load_task, parse_pddl_step, read_text
 from .planner import (
     DEFAULT_BLOCKS,
@@ -335,8 +345,10 @@ class PlanningDomain(SoundlyScored):
         return "\n".join(s.action.pddl() if s.action else normalise(s.text) for s in steps)
 
     def verify(self, instance: Instance, text: str) -> Verdict:
-        task, lang, steps = self._steps(instance, text)
-        if not steps:
+        task = self._task(instance)
+        lang = self._language(task)
+        reads = read_plan(lang, text)  # what `parse_plan` gives, without a Step per line
+        if not reads:
             sample = self._sample_action(lang)
             return Verdict(
                 ok=False,
@@ -348,37 +360,39 @@ class PlanningDomain(SoundlyScored):
                     )
                 ],
             )
-        errors: list[VerdictError] = []
-        for s in steps:
-            if s.error:
+        # Errors as plain dicts, validated into VerdictErrors in one go with the verdict:
+        # a failing plan has several, and one validation costs less than one per error.
+        errors: list[dict[str, str]] = []
+        for number, (line, _, error, detail) in enumerate(reads, 1):
+            if error:
                 errors.append(
-                    VerdictError(
-                        kind=s.error,
-                        message=f"Step {s.number} cannot be read as an action ({_short(s.detail)}):\n{_short(s.text)}",
-                        where=f"step {s.number}",
-                    )
+                    {
+                        "kind": error,
+                        "message": f"Step {number} cannot be read as an action ({_short(detail)}):\n{_short(line)}",
+                        "where": f"step {number}",
+                    }
                 )
-        sim = task.simulate([s.action for s in steps])
+        sim = task.simulate([action for _, action, _, _ in reads])
         for index, action, unmet in sim.failures:
-            needs = "\n".join(lang.literal(lit) for lit in unmet)
+            needs = "\n".join([lang.literal(lit) for lit in unmet])
             which = "this, which does not hold" if len(unmet) == 1 else "these, which do not hold"
             errors.append(
-                VerdictError(
-                    kind="inexecutable",
-                    message=f"Step {index + 1} cannot be carried out:\n{lang.action(action)}\n"
+                {
+                    "kind": "inexecutable",
+                    "message": f"Step {index + 1} cannot be carried out:\n{lang.action(action)}\n"
                     f"It needs {which} at that point:\n{needs}",
-                    where=f"step {index + 1}",
-                )
+                    "where": f"step {index + 1}",
+                }
             )
         for lit in sim.unmet_goals:
             errors.append(
-                VerdictError(
-                    kind="unmet_goal",
-                    message=f"After the last step this goal condition does not hold:\n{lang.literal(lit)}",
-                    where="goal",
-                )
+                {
+                    "kind": "unmet_goal",
+                    "message": f"After the last step this goal condition does not hold:\n{lang.literal(lit)}",
+                    "where": "goal",
+                }
             )
-        return Verdict(ok=not errors, errors=errors)
+        return Verdict.model_validate({"ok": not errors, "errors": errors})
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
         shown = shown_errors(verdict, level)

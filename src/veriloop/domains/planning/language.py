@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,8 @@ _CLAUSE_WORDS = frozenset(
      "hence", "leaving", "making", "clearing", "freeing", "thereby"}
 )
 MAX_LINE_CHARS = 300  # no single action is longer; longer lines are prose or a runaway
+MAX_REMEMBERED = 20_000  # lines or phrases per task: far more than a run's plans hold
+_UNSEEN = object()
 
 
 def clean_line(line: str) -> str:
@@ -251,6 +254,32 @@ def clean_line(line: str) -> str:
             break
     text = _DURATION_RE.sub("", text)
     return _TRAILING_RE.sub("", text).strip()
+
+
+@lru_cache(maxsize=16_384)  # the same lines recur across the problems of a domain
+def plain_pddl_line(line: str) -> tuple[str, GroundAction] | None:
+    """(the line stripped, its action) for a bare `(name arg ...)` line, else None.
+
+    The shortcut for the commonest action line: `clean_line` leaves such a line as it is
+    (everything it strips needs markup, a label, a number or a bullet at the start, or
+    punctuation or a bracket at the end, and this line starts with "(" and ends with ")"),
+    and `parse_pddl_step` reads it as these words, lower-cased. Anything else is None and
+    takes the full path."""
+    text = line.strip()
+    if text[:1] != "(" or text[-1:] != ")" or "`" in text or "**" in text or "__" in text:
+        return None
+    inner = text[1:-1]
+    words = inner.split()
+    if not words or "(" in inner or ")" in inner:
+        return None
+    return text, GroundAction(words[0].lower(), tuple(map(str.lower, words[1:])))
+
+
+def _remember(memory: dict[Any, Any], key: Any, value: Any) -> None:
+    """memory[key] = value, forgetting everything first when the memory is full."""
+    if len(memory) >= MAX_REMEMBERED:
+        memory.clear()
+    memory[key] = value
 
 
 @dataclass(frozen=True)
@@ -288,6 +317,13 @@ class Language:
     _facts: list[tuple[str, int, re.Pattern[str]]] = field(default_factory=list, repr=False)
     _mention_re: re.Pattern[str] | None = field(default=None, repr=False)
     _mention_map: dict[str, GroundAction] = field(default_factory=dict, repr=False)
+    # Raw line -> how it reads. Plans checked for one problem repeat most of their lines
+    # (a backprompt's corrected plan, samples, mutations), and reading is a pure function
+    # of the line and this task, so a line is read once. Bounded: cleared when full.
+    _lines: dict[str, _Read | None] = field(default_factory=dict, repr=False)
+    # Actions and facts in words, as failure messages name them again and again.
+    _said_actions: dict[GroundAction, str] = field(default_factory=dict, repr=False)
+    _said_literals: dict[Literal, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.template is None:
@@ -322,15 +358,27 @@ class Language:
         return _fill(self.template.predicates[atom[0]], (self.object(a) for a in atom[1:]))
 
     def literal(self, lit: Literal) -> str:
-        atom, positive = lit
-        if positive:
-            return self.atom(atom)
-        return f"(not {atom_pddl(atom)})" if self.template is None else f"it is not the case that {self.atom(atom)}"
+        said = self._said_literals.get(lit)
+        if said is None:
+            atom, positive = lit
+            if positive:
+                said = self.atom(atom)
+            elif self.template is None:
+                said = f"(not {atom_pddl(atom)})"
+            else:
+                said = f"it is not the case that {self.atom(atom)}"
+            _remember(self._said_literals, lit, said)
+        return said
 
     def action(self, action: GroundAction) -> str:
-        if self.template is None:
-            return action.pddl()
-        return _fill(self.template.actions[action.name], (self.object(a) for a in action.args))
+        said = self._said_actions.get(action)
+        if said is None:
+            if self.template is None:
+                said = action.pddl()
+            else:
+                said = _fill(self.template.actions[action.name], (self.object(a) for a in action.args))
+            _remember(self._said_actions, action, said)
+        return said
 
     def _stand_ins(self, parameters: tuple[str, ...]) -> dict[str, str]:
         if self.template is None:
@@ -385,7 +433,25 @@ class Language:
     # -------------------------------------------------------------- reading
 
     def read_line(self, line: str) -> _Read | None:
-        """(cleaned text, action, error kind, detail) for an action line; None for prose."""
+        """(cleaned text, action, error kind, detail) for an action line; None for prose.
+
+        A line read before for this task is answered from memory, a bare PDDL line naming
+        a well-formed action is read directly, and every other line (including every line
+        with a mistake to report) takes `read_line_in_full`, which defines the result."""
+        known = self._lines.get(line, _UNSEEN)
+        if known is not _UNSEEN:
+            return known  # type: ignore[return-value]
+        plain = plain_pddl_line(line)
+        if plain is not None and self.task.compiled().is_action(plain[1]):
+            read: _Read | None = (plain[0], plain[1], None, "")
+        else:
+            read = self.read_line_in_full(line)
+        if len(line) <= MAX_LINE_CHARS:
+            _remember(self._lines, line, read)
+        return read
+
+    def read_line_in_full(self, line: str) -> _Read | None:
+        """`read_line` without its shortcuts: every pattern a model's line may follow."""
         text = clean_line(line)
         if not text:
             return None
@@ -552,33 +618,54 @@ MAX_TEXT_CHARS = 100_000  # far beyond any reply; stops a pathological input fro
 def _is_header(line: str) -> bool:
     # Cheap tests first: the pattern backtracks badly on long runs of punctuation.
     line = line.strip()
-    return len(line) <= MAX_LINE_CHARS and "plan" in line.lower() and _HEADER_RE.match(line) is not None
+    return (
+        len(line) <= MAX_LINE_CHARS
+        and ":" in line
+        and "plan" in line.lower()
+        and _HEADER_RE.match(line) is not None
+    )
 
 
-def _read_lines(language: Language, lines: list[str]) -> list[Step]:
-    steps: list[Step] = []
+def _read_lines(language: Language, lines: list[str]) -> list[_Read]:
+    remembered = language._lines  # looked up here first: most lines were read before
+    reads: list[_Read] = []
     for line in lines:
-        read = language.read_line(line)
-        if read is None:
-            continue
-        text, action, error, detail = read
-        steps.append(Step(len(steps) + 1, text, action, error, detail))
-    return steps
+        read = remembered.get(line, _UNSEEN)
+        if read is _UNSEEN:
+            read = language.read_line(line)
+        if read is not None:
+            reads.append(read)  # type: ignore[arg-type]
+    return reads
 
 
-def _read_body(language: Language, body: str) -> list[Step]:
+def _read_body(language: Language, body: str) -> list[_Read]:
     starts = list(_START_RE.finditer(body))
     if starts:
         after = _read_lines(language, body[starts[-1].end() :].splitlines())
         if after:
             return after
     lines = body.splitlines()
-    headers = [i for i, line in enumerate(lines) if _is_header(line)]
+    # A header ends in a colon and says "plan": most plans have no such line at all.
+    maybe_header = ":" in body and "plan" in body.lower()
+    headers = [i for i, line in enumerate(lines) if _is_header(line)] if maybe_header else []
     if headers:
         after = _read_lines(language, lines[headers[-1] + 1 :])
         if after:
             return after
     return _read_lines(language, lines)
+
+
+def read_plan(language: Language, text: str) -> list[_Read]:
+    """`parse_plan` as (cleaned line, action, error kind, detail) tuples, step k at
+    index k - 1: what checking a plan needs, without building a `Step` per line."""
+    text = text[:MAX_TEXT_CHARS]
+    pieces = _END_RE.split(text)
+    bodies = pieces[:-1] if len(pieces) > 1 else pieces
+    for body in reversed(bodies):
+        reads = _read_body(language, body)
+        if reads:
+            return reads
+    return []
 
 
 def parse_plan(language: Language, text: str) -> list[Step]:
@@ -590,11 +677,4 @@ def parse_plan(language: Language, text: str) -> list[Step]:
     Prose lines are skipped; lines that look like actions but cannot be read are kept
     as steps with an error, so a mistake is reported rather than dropped.
     """
-    text = text[:MAX_TEXT_CHARS]
-    pieces = _END_RE.split(text)
-    bodies = pieces[:-1] if len(pieces) > 1 else pieces
-    for body in reversed(bodies):
-        steps = _read_body(language, body)
-        if steps:
-            return steps
-    return []
+    return [Step(number, *read) for number, read in enumerate(read_plan(language, text), 1)]

@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import DataFileError
+
+if TYPE_CHECKING:
+    from .compiled import CompiledTask
 
 Atom = tuple[str, ...]  # ("on", "a", "b"); ("handempty",) for a fact without arguments
 Literal = tuple[Atom, bool]  # a fact and whether it must hold (False: must not hold)
@@ -91,6 +95,7 @@ class Task:
     _effects: dict[GroundAction, tuple[tuple[Literal, ...], frozenset[Atom], frozenset[Atom]]] = field(
         default_factory=dict, repr=False
     )
+    _compiled: CompiledTask | None = field(default=None, repr=False)
 
     @property
     def objects(self) -> list[str]:
@@ -175,30 +180,44 @@ class Task:
             out.extend(GroundAction(schema.name, c) for c in combos)
         return out
 
+    def compiled(self) -> CompiledTask:
+        """This task compiled for fast plan checks (`compiled.py`), built on first use."""
+        if self._compiled is None:
+            from .compiled import CompiledTask
+
+            self._compiled = CompiledTask(self)
+        return self._compiled
+
     def simulate(self, actions: list[GroundAction | None]) -> Simulation:
         """Run a plan from the initial state. A step that is None (unreadable) or cannot be
-        carried out is skipped and recorded; the first failure is where VAL would stop."""
-        state = self.problem.init
-        failures: list[tuple[int, GroundAction, list[Literal]]] = []
-        executed: list[int] = []
-        for i, action in enumerate(actions):
-            if action is None:
-                continue
-            missing = self.unmet(state, action)
-            if missing:
-                failures.append((i, action, missing))
-                continue
-            executed.append(i)
-            state = self.apply(state, action)
-        return Simulation(failures=failures, executed=executed, final_state=state, unmet_goals=self.unmet_goals(state))
+        carried out is skipped and recorded; the first failure is where VAL would stop.
+        The same as stepping with `unmet` and `apply`, on bits (`compiled.py`)."""
+        return self.compiled().simulate(actions)
 
 
-@dataclass(frozen=True)
 class Simulation:
-    failures: list[tuple[int, GroundAction, list[Literal]]]  # (0-based step, action, unmet preconditions)
-    executed: list[int]
-    final_state: frozenset[Atom]
-    unmet_goals: list[Literal]
+    """What running a plan found. The final state is decoded from bits only when asked for."""
+
+    __slots__ = ("failures", "executed", "unmet_goals", "_final_state", "_decode")
+
+    def __init__(
+        self,
+        failures: list[tuple[int, GroundAction, list[Literal]]],  # (0-based step, action, unmet preconditions)
+        executed: list[int],
+        unmet_goals: list[Literal],
+        decode_final_state: Callable[[], frozenset[Atom]],
+    ) -> None:
+        self.failures = failures
+        self.executed = executed
+        self.unmet_goals = unmet_goals
+        self._final_state: frozenset[Atom] | None = None
+        self._decode = decode_final_state
+
+    @property
+    def final_state(self) -> frozenset[Atom]:
+        if self._final_state is None:
+            self._final_state = self._decode()
+        return self._final_state
 
 
 # --------------------------------------------------------------------------- parsing
