@@ -227,8 +227,9 @@ def test_out_dir_of_another_model_is_refused(first_run, smollm2, tmp_path):
     other.mkdir()
     (other / "config.json").write_text(json.dumps(config))
     (other / "trajectories.jsonl").write_text("")
-    # The same name with other weights: the message tells them apart by the identity's start.
-    with pytest.raises(VeriloopError, match=rf"{other} holds a run made with model smollm2-135m \(some-other-m\), "
+    # The same name with other weights: the message tells them apart by the identity (a file
+    # hash by its start, any other identity in full).
+    with pytest.raises(VeriloopError, match=rf"{other} holds a run made with model smollm2-135m \(some-other-model\), "
                        rf"not smollm2-135m \({smollm2.identity[:12]}\): .* Choose another output directory"):
         asyncio.run(run_experiment(smollm2, get_domain("game24"), [], [], other))
 
