@@ -78,6 +78,23 @@ def test_a_new_call_joins_when_a_slot_frees(sequential, make_engine):
     assert engine.stats.decode_steps < sum(lengths)
 
 
+def test_a_prompt_continuing_a_finished_reply_reuses_only_what_was_decoded(sequential, make_engine):
+    # A reply's last token is sampled but never decoded, so it is not in the cache: a next
+    # round that continues the reply (a backprompt) must read it again, not skip it.
+    engine = make_engine(sequences=1)
+    prompt, stops = tokens(sequential, chat("Write a long story about a river pilot."))
+    first = engine.submit(prompt, GenParams(max_tokens=4), 0, stops).result(timeout=300)
+    assert first.finish_reason == "length"
+    cached = list(engine._held[0])
+    assert len(cached) == len(prompt) + 3
+    extended, _ = tokens(sequential, chat("Now continue it."))
+    follow_up = cached + [999, 1000] + extended[:5]
+    read_before = engine.stats.prompt_tokens_evaluated
+    reply = engine.submit(follow_up, GenParams(max_tokens=3), 0, stops).result(timeout=300)
+    assert reply.prompt_tokens == len(follow_up) and reply.completion_tokens >= 1
+    assert engine.stats.prompt_tokens_evaluated - read_before == len(follow_up) - len(cached)
+
+
 def test_a_stop_string_ends_the_reply_before_it(sequential, make_engine):
     engine = make_engine()
     prompt, stops = tokens(sequential, chat("Describe the sea at night in a long paragraph."))

@@ -288,11 +288,11 @@ class BatchedEngine:
             batch.logits[n] = logits
             n += 1
 
-        for seq in self._active.values():
-            if not seq.reading:
-                pos = len(seq.prompt) + len(seq.generated) - 1
-                add(seq.generated[-1], pos, seq.slot, True)
-                outputs.append((n - 1, seq))
+        generating = [seq for seq in self._active.values() if not seq.reading]
+        for seq in generating:
+            pos = len(seq.prompt) + len(seq.generated) - 1
+            add(seq.generated[-1], pos, seq.slot, True)
+            outputs.append((n - 1, seq))
         reads: list[tuple[_Sequence, int]] = []
         for seq in self._active.values():
             if not seq.reading or n >= STEP_TOKENS:
@@ -312,6 +312,10 @@ class BatchedEngine:
         if status != 0:
             raise VeriloopError(f"llama.cpp could not decode a batch of {n} tokens for {self.name} (status {status})")
         self.stats.decode_steps += 1
+        # Only now are these tokens in the cache: a sampled token joins its slot's cached
+        # tokens when it is decoded, so a sequence that ends leaves its last token out.
+        for seq in generating:
+            self._held[seq.slot].append(seq.generated[-1])
         for seq, chunk in reads:
             self._held[seq.slot].extend(seq.prompt[seq.read:seq.read + chunk])
             seq.read += chunk
@@ -330,7 +334,6 @@ class BatchedEngine:
         if seq.params.logprobs:
             seq.logprobs.append(self._logprob(index, token, seq.params.top_logprobs))
         seq.generated.append(token)
-        self._held[seq.slot].append(token)
         self.stats.generated_tokens += 1
         seq.text += self._piece(token)
         for stop in seq.stops:
