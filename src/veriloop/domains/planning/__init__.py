@@ -363,16 +363,18 @@ class PlanningDomain(SoundlyScored):
         # Errors as plain dicts, validated into VerdictErrors in one go with the verdict:
         # a failing plan has several, and one validation costs less than one per error.
         errors: list[dict[str, str]] = []
-        for number, (line, _, error, detail) in enumerate(reads, 1):
-            if error:
-                errors.append(
-                    {
-                        "kind": error,
-                        "message": f"Step {number} cannot be read as an action ({_short(detail)}):\n{_short(line)}",
-                        "where": f"step {number}",
-                    }
-                )
-        sim = task.simulate([action for _, action, _, _ in reads])
+        actions = [read[1] for read in reads]
+        if None in actions:  # only an unreadable line has no action: most plans skip this loop
+            for number, (line, _, error, detail) in enumerate(reads, 1):
+                if error:
+                    errors.append(
+                        {
+                            "kind": error,
+                            "message": f"Step {number} cannot be read as an action ({_short(detail)}):\n{_short(line)}",
+                            "where": f"step {number}",
+                        }
+                    )
+        sim = task.simulate(actions)
         for index, action, unmet in sim.failures:
             needs = "\n".join([lang.literal(lit) for lit in unmet])
             which = "this, which does not hold" if len(unmet) == 1 else "these, which do not hold"

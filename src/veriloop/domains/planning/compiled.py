@@ -70,7 +70,9 @@ class _Action(NamedTuple):
     must_not_hold: int
     add: int
     keep: int  # every bit but the deleted facts': applying is `state & keep | add`
-    preconditions: tuple[Literal, ...]
+    # (fact, sign, bit) per precondition: a failing step lists its unmet ones without
+    # hashing a fact, which costs more than the rest of the check.
+    preconditions: tuple[tuple[Atom, bool, int], ...]
 
 
 class CompiledDomain:
@@ -103,7 +105,7 @@ class CompiledDomain:
         schema = self._schemas[action.name]
         terms = schema.terms(action.args + schema.constants)
         masks = [0, 0, 0, 0]
-        atoms: list[Atom] = []
+        conditions: list[tuple[Atom, int]] = []
         with self._lock:
             table = self.bits
             for predicate, start, end, kind in schema.patterns:
@@ -112,8 +114,9 @@ class CompiledDomain:
                 if bit is None:
                     bit = table[atom] = 1 << len(table)
                 masks[kind] |= bit
-                atoms.append(atom)
-        compiled = _Action(masks[0], masks[1], masks[2], ~masks[3], tuple(zip(atoms, schema.signs)))
+                conditions.append((atom, bit))
+        preconditions = tuple((atom, sign, bit) for (atom, bit), sign in zip(conditions, schema.signs))
+        compiled = _Action(masks[0], masks[1], masks[2], ~masks[3], preconditions)
         self.actions[action] = compiled
         return compiled
 
@@ -152,9 +155,9 @@ class CompiledTask:
         """The facts of a state given as bits."""
         return frozenset(atom for atom, bit in list(self.domain.bits.items()) if state & bit)
 
-    def _unmet(self, state: int, conditions: tuple[Literal, ...]) -> list[Literal]:
+    def _unmet_goals(self, state: int) -> list[Literal]:
         bits = self.domain.bits
-        return [(atom, positive) for atom, positive in conditions if bool(state & bits[atom]) != positive]
+        return [(atom, positive) for atom, positive in self.task.problem.goal if bool(state & bits[atom]) != positive]
 
     def simulate(self, actions: list[GroundAction | None]) -> Simulation:
         """`Task.simulate`: steps that are None or cannot be carried out are skipped and
@@ -171,7 +174,8 @@ class CompiledTask:
                 compiled = self.domain.compile(action)
             must_hold, must_not_hold, add, keep, preconditions = compiled
             if state & must_hold != must_hold or state & must_not_hold:
-                failures.append((i, action, self._unmet(state, preconditions)))
+                unmet = [(atom, sign) for atom, sign, bit in preconditions if (state & bit != 0) != sign]
+                failures.append((i, action, unmet))
                 continue
             executed.append(i)
             # PDDL semantics: deletions first, so a fact both deleted and added ends up true.
@@ -179,6 +183,6 @@ class CompiledTask:
         if state & self.goal_holds == self.goal_holds and not state & self.goal_fails:
             unmet_goals: list[Literal] = []
         else:
-            unmet_goals = self._unmet(state, self.task.problem.goal)
+            unmet_goals = self._unmet_goals(state)
         final = state
         return Simulation(failures, executed, unmet_goals, lambda: self.atoms(final))

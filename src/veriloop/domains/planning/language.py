@@ -639,7 +639,7 @@ def _read_lines(language: Language, lines: list[str]) -> list[_Read]:
 
 
 def _read_body(language: Language, body: str) -> list[_Read]:
-    starts = list(_START_RE.finditer(body))
+    starts = list(_START_RE.finditer(body)) if "[" in body else []  # most plans have no markers at all
     if starts:
         after = _read_lines(language, body[starts[-1].end() :].splitlines())
         if after:
@@ -659,7 +659,7 @@ def read_plan(language: Language, text: str) -> list[_Read]:
     """`parse_plan` as (cleaned line, action, error kind, detail) tuples, step k at
     index k - 1: what checking a plan needs, without building a `Step` per line."""
     text = text[:MAX_TEXT_CHARS]
-    pieces = _END_RE.split(text)
+    pieces = _END_RE.split(text) if "]" in text else [text]
     bodies = pieces[:-1] if len(pieces) > 1 else pieces
     for body in reversed(bodies):
         reads = _read_body(language, body)
