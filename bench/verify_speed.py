@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from veriloop.domains.base import Instance  # noqa: E402
 from veriloop.domains.game24 import Game24, all_solvable_puzzles, solve  # noqa: E402
 from veriloop.domains.planning import Blocksworld, PlanningDomain  # noqa: E402
-from veriloop.domains.planning.pddl_model import GroundAction, Task  # noqa: E402
+from veriloop.domains.planning.pddl_model import GroundAction  # noqa: E402
 
 TOTAL = 2000
 SEED = 24
@@ -167,21 +167,6 @@ def logistics_problem(name: str, rng: random.Random) -> tuple[str, list[GroundAc
     return text, plan
 
 
-def mutations(task: Task, plan: list[GroundAction], rng: random.Random) -> list[list[GroundAction]]:
-    """A step dropped, two steps swapped, one argument changed: mostly invalid plans."""
-    dropped = list(plan)
-    del dropped[rng.randrange(len(plan))]
-    swapped = list(plan)
-    i, j = rng.sample(range(len(plan)), 2)
-    swapped[i], swapped[j] = swapped[j], swapped[i]
-    changed = list(plan)
-    k = rng.randrange(len(plan))
-    arg = rng.randrange(len(plan[k].args))
-    other = rng.choice([o for o in task.objects if o != plan[k].args[arg]])
-    changed[k] = GroundAction(plan[k].name, plan[k].args[:arg] + (other,) + plan[k].args[arg + 1 :])
-    return [dropped, swapped, changed]
-
-
 Case = tuple[PlanningDomain, Instance, str]  # domain, instance, plan in PDDL
 
 
@@ -196,7 +181,7 @@ def blocksworld_cases(planbench: Path, count: int, rng: random.Random) -> tuple[
     for instance in instances:
         plan = domain.reference_plan(instance)  # the planner runs here, before any clock
         assert plan, instance.id
-        for variant in [plan, *mutations(domain._task(instance), plan, rng)]:
+        for variant in [plan, *domain._task(instance).one_edit_plans(plan, rng)]:
             cases.append((domain, instance, "\n".join(a.pddl() for a in variant)))
     return source, cases
 
@@ -207,7 +192,7 @@ def logistics_cases(count: int, rng: random.Random) -> tuple[str, list[Case]]:
     for k in range(count):
         text, plan = logistics_problem(f"logistics-r{k + 1}", rng)
         instance = domain.parse_instance({"domain_file": str(LOGISTICS_DOMAIN), "problem": text})
-        for variant in [plan, *mutations(domain._task(instance), plan, rng)]:
+        for variant in [plan, *domain._task(instance).one_edit_plans(plan, rng)]:
             cases.append((domain, instance, "\n".join(a.pddl() for a in variant)))
     return f"random, {LOGISTICS_DOMAIN.relative_to(ROOT)}", cases
 

@@ -86,18 +86,7 @@ def _variants(task: Task, plan: list[GroundAction], rng: random.Random) -> list[
     """The plan, a step dropped, two swapped, an argument changed, and random actions."""
     out = [plan]
     for _ in range(3):
-        dropped = list(plan)
-        del dropped[rng.randrange(len(plan))]
-        swapped = list(plan)
-        i, j = rng.sample(range(len(plan)), 2)
-        swapped[i], swapped[j] = swapped[j], swapped[i]
-        changed = list(plan)
-        k = rng.randrange(len(plan))
-        if plan[k].args:
-            arg = rng.randrange(len(plan[k].args))
-            other = rng.choice(task.objects)
-            changed[k] = GroundAction(plan[k].name, plan[k].args[:arg] + (other,) + plan[k].args[arg + 1 :])
-        out += [dropped, swapped, changed]
+        out += task.one_edit_plans(plan, rng)
     every = task.ground_actions()
     out.append([rng.choice(every) for _ in range(len(plan))])
     return out
@@ -236,3 +225,28 @@ def _problem(name: str, objects: str, goal: str) -> str:
         f"(define (problem {name}) (:domain blocksworld-4ops) (:objects {objects})\n"
         f" (:init (handempty) {clear}) (:goal (and {goal})))\n"
     )
+
+
+def test_one_edit_plans_are_each_one_described_edit_away() -> None:
+    domain = Blocksworld()
+    instance = domain.load_instances(None, n=1)[0]
+    task = domain._task(instance)
+    plan = domain.reference_plan(instance)
+    assert plan is not None and len(plan) >= 2
+    dropped, swapped, changed = task.one_edit_plans(plan, random.Random(3))
+    assert len(dropped) == len(plan) - 1
+    assert any(dropped == plan[:k] + plan[k + 1 :] for k in range(len(plan)))
+    assert sorted(swapped) == sorted(plan)
+    assert sum(a != b for a, b in zip(swapped, plan)) == 2
+    differing = [(a, b) for a, b in zip(changed, plan) if a != b]
+    assert len(changed) == len(plan) and len(differing) == 1
+    (new, old), = differing
+    assert new.name == old.name and sum(x != y for x, y in zip(new.args, old.args)) == 1
+    assert set(new.args) <= set(task.objects)
+
+
+def test_one_edit_plans_change_no_argument_when_no_step_has_one() -> None:
+    task = Blocksworld()._task(Blocksworld().load_instances(None, n=1)[0])
+    plan = [GroundAction("noop", ()), GroundAction("wait", ())]
+    dropped, swapped = task.one_edit_plans(plan, random.Random(0))
+    assert len(dropped) == 1 and swapped == plan[::-1]

@@ -168,6 +168,27 @@ class Task:
     def unmet_goals(self, state: frozenset[Atom]) -> list[Literal]:
         return [(atom, positive) for atom, positive in self.problem.goal if (atom in state) != positive]
 
+    def one_edit_plans(self, plan: list[GroundAction], rng: Any) -> list[list[GroundAction]]:
+        """Plans one edit away from `plan` (of at least two steps), for testing checkers
+        and timing them: a step dropped, two steps swapped, and one argument of one step
+        replaced by another of this task's objects (when some step has arguments).
+        `rng` is a `random.Random`; mostly, though not always, the results are invalid."""
+        dropped = list(plan)
+        del dropped[rng.randrange(len(plan))]
+        swapped = list(plan)
+        i, j = rng.sample(range(len(plan)), 2)
+        swapped[i], swapped[j] = swapped[j], swapped[i]
+        out = [dropped, swapped]
+        with_args = [k for k, action in enumerate(plan) if action.args]
+        if with_args:
+            k = rng.choice(with_args)
+            arg = rng.randrange(len(plan[k].args))
+            other = rng.choice([o for o in self.objects if o != plan[k].args[arg]])
+            changed = list(plan)
+            changed[k] = GroundAction(plan[k].name, plan[k].args[:arg] + (other,) + plan[k].args[arg + 1 :])
+            out.append(changed)
+        return out
+
     def ground_actions(self) -> list[GroundAction]:
         """Every well-typed ground action, schemas in file order, arguments in object order."""
         objects = self.objects
