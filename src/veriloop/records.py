@@ -10,15 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .selfcheck.records import SolutionCheck
+
+# Every model here sets defer_build: its validator is built on first use, not at import.
+# A one-shot command such as `veriloop verify` uses two of the records, and building
+# them all cost about 65 ms of its start-up.
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
 
 class Instance(BaseModel):
     """One problem of a domain. `data` is the domain's own JSON-serialisable payload."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     data: dict[str, Any]
@@ -28,6 +34,8 @@ class Instance(BaseModel):
 class VerdictError(BaseModel):
     """One thing wrong with an answer, in the order a checker found it."""
 
+    model_config = ConfigDict(defer_build=True)
+
     kind: str
     message: str
     where: str | None = None
@@ -36,6 +44,8 @@ class VerdictError(BaseModel):
 class Candidate(BaseModel):
     """A candidate answer for the verification studies: written as a model would write
     it, with its kind and the sound verifier's ground truth."""
+
+    model_config = ConfigDict(defer_build=True)
 
     kind: str  # "correct" | "ablated" (exactly one thing wrong) | "non_optimal" | "random" | "llm"
     text: str
@@ -50,6 +60,8 @@ class Verdict(BaseModel):
     `unreadable` marks a verdict that came from a judge whose own reply could not be
     parsed: it counts as a rejection but is kept apart so studies can report it.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     ok: bool
     errors: list[VerdictError] = Field(default_factory=list)
@@ -68,6 +80,8 @@ Role = Literal["generate", "correct", "verify", "critique", "check"]
 class CallRecord(BaseModel):
     """One model call of a loop: its role, round, the messages sent and the reply, with
     tokens, seconds and whether it came from the cache (SelfCheck adds stage and step)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Role
     round: int
@@ -91,6 +105,8 @@ class CallRecord(BaseModel):
 class ToolRecord(BaseModel):
     """One tool call made inside a loop, with what the tool gave back."""
 
+    model_config = ConfigDict(defer_build=True)
+
     round: int
     tool: str
     input: str
@@ -104,6 +120,8 @@ class ToolRecord(BaseModel):
 class RoundRecord(BaseModel):
     """One proposed answer, what the in-loop verifier said of it, and the ground truth."""
 
+    model_config = ConfigDict(defer_build=True)
+
     round: int
     text: str
     answer: str | None
@@ -115,6 +133,8 @@ class Trajectory(BaseModel):
     """Everything one strategy did on one instance (one line of trajectories.jsonl): every
     call, round, tool call and SelfCheck check, the final answer, the stop reason, and
     whether the final answer is right by ground truth."""
+
+    model_config = ConfigDict(defer_build=True)
 
     strategy: str
     domain: str
