@@ -2,8 +2,16 @@
 # Set up everything veriloop needs, idempotently: the virtualenv, the pinned dependencies
 # (llama-cpp-python is compiled from source once; pip caches the wheel), and the model
 # packs named as arguments. A second run checks stamps and returns in about a second.
+# --browser also installs Chromium from the system's packages (Debian: `chromium`), which
+# the report viewer's browser tests drive; ./test.sh asks for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+browser=0
+if [ "${1:-}" = "--browser" ]; then
+    browser=1
+    shift
+fi
 
 PYTHON=${PYTHON:-python3}
 VENV=.venv
@@ -24,6 +32,23 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
     echo "$want" > "$stamp"
+fi
+
+if [ "$browser" = 1 ] && [ ! -x "${VERILOOP_CHROMIUM:-/usr/bin/chromium}" ]; then
+    if ! command -v apt-get >/dev/null; then
+        echo "error: the browser tests need Chromium; install it, or set VERILOOP_CHROMIUM=/path/to/chromium" >&2
+        exit 2
+    fi
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        sudo="sudo -n"
+    fi
+    echo "setup: installing Chromium (apt-get install chromium) for the browser tests"
+    if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null; }; then
+        echo "error: could not install Chromium with apt-get (root or password-less sudo is needed);" \
+            "install the chromium package, or set VERILOOP_CHROMIUM=/path/to/chromium" >&2
+        exit 2
+    fi
 fi
 
 for model in "$@"; do

@@ -219,6 +219,7 @@ def test_run_prints_the_table_and_writes_the_run_dir(tmp_path, smollm2_path):
         assert column in proc.stdout
     assert "standard" in proc.stdout and "sampling:k=2" in proc.stdout
     assert "4/4" in proc.stderr  # the progress report reached the end (2 strategies x 2 puzzles)
+    assert f"see every trajectory: veriloop view {tmp_path / 'run'}" in proc.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert len(summary["strategies"]) == 2
     again = veriloop(*args)

@@ -187,6 +187,9 @@ EXAMPLES: dict[str, Example] = {
                                     check=summary(f"runs/blocksworld-{SMALL}-seed0", "standard", "sampling")),
     "openai/gpt-4o-mini": Example(add=f"--model openai/{ALIAS} --base-url {{server}} -n 1 --max-rounds 1 --k 1",
                                   server=True, check=key_never_recorded(f"runs/game24-{ALIAS}-seed0")),
+    # The report of what the loops did.
+    "view runs/demo": Example(prints=(f"wrote {DEMO}/report.html",), writes=(f"{DEMO}/report.html",)),
+    "--out compare.html": Example(prints=("wrote compare.html",), writes=("compare.html",)),
     # Checking answers.
     '--answer "4 * 6 * 1 * 1"': Example(check=verdicts(True)),
     '--answer "(1 + 1) * 4 + 6"': Example(exit=(1,), prints=("evaluates to 14",), check=verdicts(False)),

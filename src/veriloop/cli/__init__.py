@@ -9,7 +9,7 @@ import sys
 import typer
 
 from ..errors import VeriloopError
-from . import chat, evaluate, models, reproduce, run, selfcheck, study, tools, verify
+from . import chat, evaluate, models, reproduce, run, selfcheck, study, tools, verify, view
 
 
 def _typer(help: str, short_help: str | None = None) -> typer.Typer:
@@ -47,6 +47,7 @@ app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(tools_app, name="tools")
 app.command("selfcheck", short_help="Check any step-by-step solution with SelfCheck.")(selfcheck.selfcheck)
 app.command("chat")(chat.chat)
+app.command("view", short_help="Write an HTML report of runs: results, charts, every trajectory.")(view.view)
 
 study_app.command("verification", short_help="How good is the LLM as a verifier?")(study.verification)
 reproduce_app.command("self-verification", short_help="The self-verification paper's tables and figure.")(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -42,8 +43,14 @@ out = Console(width=_stdout_width())
 
 __all__ = [
     "DEFAULT_MODEL", "SEARCH_URL_HELP", "ModelChoice", "Opt", "ProgressReporter", "Session", "err", "out",
-    "run_on_model", "slug", "tool_settings",
+    "run_on_model", "slug", "tool_settings", "view_hint",
 ]
+
+
+def view_hint(directory: Path) -> str:
+    """The command that shows what a run or an experiment wrote, ready to paste."""
+    return f"see every trajectory: veriloop view {shlex.quote(str(directory))}"
+
 
 SEARCH_URL_HELP = (
     "A search engine API for the search tool instead, e.g. a SearxNG instance (or VERILOOP_SEARCH_URL). "

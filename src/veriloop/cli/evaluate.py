@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import Opt, _exit_interrupted, err, interrupts_deferred, out
+from .common import Opt, _exit_interrupted, err, interrupts_deferred, out, view_hint
 
 if TYPE_CHECKING:
     from ..experiment.engine import CellPlan, EvalResult
@@ -158,3 +158,4 @@ def print_results(spec: Experiment, result: EvalResult, title: str | None = None
         f"{', frontier.png' if (result.out_dir / 'frontier.png').exists() else ''})",
         highlight=False,
     )
+    out.print(view_hint(result.out_dir), highlight=False, markup=False)

@@ -11,7 +11,7 @@ from typer.core import TyperCommand
 
 from ..domains import DOMAINS
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
@@ -259,3 +259,4 @@ def run(
         f"{result.new_trajectories} new and {result.reused_trajectories} resumed trajectories, {calls_note}, "
         f"{result.wall_seconds:.1f} s; records in {run_dir}/"
     )
+    out.print(view_hint(run_dir), highlight=False, markup=False)

@@ -1,0 +1,90 @@
+"""`veriloop view`: runs and experiments as one self-contained HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import VeriloopError
+from .common import out
+
+
+def view(
+    paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH", help="Run directories, experiment directories or trajectories.jsonl files; several "
+        "are compared in one report.", show_default=False,
+    )],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", metavar="FILE", help="Where to write the report. Default: report.html in the PATH when one "
+        "directory is given, else in the current directory.",
+    )] = None,
+    serve: Annotated[bool, typer.Option(
+        "--serve", help="Also serve the report on 127.0.0.1 and reload it as the runs write new trajectories "
+        "(Ctrl-C stops).",
+    )] = False,
+    port: Annotated[int, typer.Option(metavar="N", help="With --serve: the port (0 picks a free one).", min=0, max=65535)] = 8765,
+    title: Annotated[str | None, typer.Option(metavar="TEXT", help="The report's title. Default: the paths' names.")] = None,
+    references: Annotated[bool, typer.Option(
+        "--references/--no-references", help="Show each instance's reference answer, rebuilding the run's "
+        "instances from its config.json (Game of 24 takes a few seconds to generate its puzzles).",
+    )] = True,
+) -> None:
+    """Write one HTML file that shows what the loops did: the results table with the
+    accuracy-by-round and accuracy-vs-tokens charts, every trajectory with filters
+    (strategy, model, solved, stop reason, verifier against ground truth), each one as
+    a timeline of its calls, verdicts, feedback, tool calls and SelfCheck steps, and one
+    instance under two strategies side by side.
+
+    The file is self-contained (no network; it opens from disk) and model output in it
+    is shown as text, never run. Several PATHs are compared in one report."""
+    from ..view.report import build
+
+    target = out_file or (paths[0] / "report.html" if len(paths) == 1 and paths[0].is_dir() else Path("report.html"))
+    if target.exists() and target.is_dir():
+        raise VeriloopError(f"--out {target} is a directory; give a file name such as {target / 'report.html'}")
+    if serve:
+        _serve(paths, target, port, title, references)
+        return
+    built = build(paths, title, references=references)
+    _write(target, built.html)
+    out.print(f"wrote {target}: {built.trajectories} trajectories, {built.size} bytes "
+              f"({built.bytes_per_trajectory:.0f} per trajectory)", highlight=False)
+
+
+def _write(target: Path, html: str) -> None:
+    import os
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise VeriloopError(f"cannot write {target}: {exc.strerror}") from None
+
+
+def _serve(paths: list[Path], target: Path, port: int, title: str | None, references: bool) -> None:
+    from ..view import data
+    from ..view.report import build
+    from ..view.serve import LivePage, ViewServer
+
+    data.discover(paths)  # a wrong path is an error now, not a page that fails to build
+    def make(version: str) -> str:
+        # Each rebuild looks the references up again; data keeps them per domain entry,
+        # so only the first build pays for generating the instances.
+        return build(paths, title, live=True, version=version, references=references, allow_empty=True).html
+
+    page = LivePage(paths, make, on_build=lambda html: _write(target, html))
+    try:
+        server = ViewServer(page, port)
+    except OSError as exc:
+        raise VeriloopError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}; try another --port") from None
+    page.html()  # build once before announcing the address, so errors show here
+    out.print(f"serving {server.url} (the report is also written to {target}); Ctrl-C stops", highlight=False)
+    out.file.flush()  # the address is what a caller piping the output waits for
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        out.print("stopped", highlight=False)
