@@ -42,7 +42,8 @@ STRATEGIES = ("standard", "backprompt:verifier=sound,feedback=first", "backpromp
 
 
 def call(role: str, rnd: int, messages: list[dict[str, str]], response: str, rng: random.Random) -> CallRecord:
-    return CallRecord(role=role, round=rnd, messages=messages, response=response, finish_reason="stop",  # type: ignore[arg-type]
+    return CallRecord(role=role, round=rnd, messages=messages, response=response,  # type: ignore[arg-type]
+                      finish_reason="stop",
                       prompt_tokens=40 * len(messages) + rng.randint(100, 200), completion_tokens=rng.randint(8, 60),
                       seconds=round(rng.uniform(0.2, 3.0), 3), cached=rng.random() < 0.1)
 
@@ -50,7 +51,8 @@ def call(role: str, rnd: int, messages: list[dict[str, str]], response: str, rng
 def synthetic(i: int, strategy: str, rng: random.Random) -> Trajectory:
     numbers = " ".join(str(rng.randint(1, 13)) for _ in range(4))
     base = [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": FEW_SHOT + f"Numbers: {numbers}\nReply with a single line: Answer: <expression>"}]
+            {"role": "user",
+             "content": FEW_SHOT + f"Numbers: {numbers}\nReply with a single line: Answer: <expression>"}]
     t = Trajectory(strategy=strategy, domain="game24", model="synthetic-135m", instance_id=f"game24-{i}", seed=0)
     rounds = 1 if strategy == "standard" else rng.randint(1, 5)
     messages = list(base)
@@ -73,7 +75,8 @@ def synthetic(i: int, strategy: str, rng: random.Random) -> Trajectory:
         if correct or (verdict is not None and verdict.ok):
             break
         if strategy.startswith("backprompt"):
-            feedback = "That answer is not correct: " + (verdict.errors[0].message if verdict and verdict.errors else "")
+            feedback = "That answer is not correct: " + (
+                verdict.errors[0].message if verdict and verdict.errors else "")
             messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": feedback}]
     last = t.rounds[-1]
     t.final_text, t.final_answer, t.correct = last.text, last.answer, last.correct

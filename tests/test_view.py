@@ -242,7 +242,8 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    assert one_line_error(veriloop("view", str(tmp_path / "nowhere"))) == f"error: {tmp_path / 'nowhere'} does not exist"
+    assert one_line_error(veriloop("view", str(tmp_path / "nowhere"))) == (
+        f"error: {tmp_path / 'nowhere'} does not exist")
     (tmp_path / "empty").mkdir()
     assert one_line_error(veriloop("view", str(tmp_path / "empty"))) == (
         f"error: {tmp_path / 'empty'} holds no trajectories (no trajectories.jsonl in it or below it)")

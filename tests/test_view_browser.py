@@ -99,7 +99,8 @@ def test_overview_of_a_real_run_and_a_scripted_one(tmp_path, chromium, smollm2_r
         assert row["tokens (prompt+completion)"] == (
             f"{s.prompt_tokens + s.completion_tokens} ({s.prompt_tokens}+{s.completion_tokens})")
     # The real run: 2 puzzles under each of its 2 strategies.
-    assert sorted(len(ts) for (label, _, _), ts in groups.items() if label == smollm2_run.parent.name + "/run") == [2, 2]
+    run_label = smollm2_run.parent.name + "/run"
+    assert sorted(len(ts) for (label, _, _), ts in groups.items() if label == run_label) == [2, 2]
     assert seen["dialogs"] == [] and seen["errors"] == []
     assert all(url.startswith("file:") for url in seen["requests"])
 
@@ -175,7 +176,8 @@ def test_timeline_shows_verdicts_feedback_and_diff(browser_page, played):
         j = index_of(page, "backprompt:feedback=first,max_rounds=2", PUZZLE.id, seed)
         page.goto(f"{report.as_uri()}#view=t&t={j}")
         page.wait_for_selector(".round")
-        assert (page.locator(".round .badge.fa").count(), page.locator(".round .badge.fr").count()) == (accepts, rejects)
+        badges = (page.locator(".round .badge.fa").count(), page.locator(".round .badge.fr").count())
+        assert badges == (accepts, rejects)
     assert seen["errors"] == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -24,8 +25,12 @@ def view(
         "--serve", help="Also serve the report on 127.0.0.1 and reload it as the runs write new trajectories "
         "(Ctrl-C stops).",
     )] = False,
-    port: Annotated[int, typer.Option(metavar="N", help="With --serve: the port (0 picks a free one).", min=0, max=65535)] = 8765,
-    title: Annotated[str | None, typer.Option(metavar="TEXT", help="The report's title. Default: the paths' names.")] = None,
+    port: Annotated[int, typer.Option(
+        metavar="N", help="With --serve: the port (0 picks a free one).", min=0, max=65535,
+    )] = 8765,
+    title: Annotated[str | None, typer.Option(
+        metavar="TEXT", help="The report's title. Default: the paths' names.",
+    )] = None,
     references: Annotated[bool, typer.Option(
         "--references/--no-references", help="Show each instance's reference answer, rebuilding the run's "
         "instances from its config.json (Game of 24 takes a few seconds to generate its puzzles).",
@@ -54,8 +59,6 @@ def view(
 
 
 def _write(target: Path, html: str) -> None:
-    import os
-
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -71,6 +74,7 @@ def _serve(paths: list[Path], target: Path, port: int, title: str | None, refere
     from ..view.serve import LivePage, ViewServer
 
     data.discover(paths)  # a wrong path is an error now, not a page that fails to build
+
     def make(version: str) -> str:
         # Each rebuild looks the references up again; data keeps them per domain entry,
         # so only the first build pays for generating the instances.

@@ -43,7 +43,7 @@ def render(payload: dict[str, Any]) -> str:
     """The whole page for `payload` (data.build_payload)."""
     css, js = asset("view.css"), asset("view.js")
     if "</script" in js.lower() or "</style" in css.lower():
-        raise AssertionError("an asset would close its own element")
+        raise RuntimeError("an asset would close its own element")
     policy = "; ".join([
         "default-src 'none'", f"script-src '{_sha256(js)}'", "style-src 'unsafe-inline'", "img-src data:",
         "connect-src 'self'", "base-uri 'none'", "form-action 'none'",

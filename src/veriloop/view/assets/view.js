@@ -209,7 +209,9 @@
     G.forEach(function (g, gi) {
       var stops = Object.keys(g.stop_reasons).map(function (k) { return k + " " + g.stop_reasons[k]; }).join(", ");
       var cells = cols.map(function (c) {
-        if (!c[1]) return h("span", null, h("span", { cls: "swatch", style: "background:" + colour(gi) }), " " + (gi + 1));
+        if (!c[1]) {
+          return h("span", null, h("span", { cls: "swatch", style: "background:" + colour(gi) }), " " + (gi + 1));
+        }
         return breakable(g[c[1]]);
       }).concat([
         String(g.n), g.correct + "/" + g.n + " = " + pct(g.accuracy), pct(g.ci[0]) + "–" + pct(g.ci[1]),
@@ -307,7 +309,8 @@
     var lin = log ? null : niceTicks(hi);
     var a = log ? Math.floor(f(lo)) : 0, b = log ? Math.ceil(f(hi)) : lin[lin.length - 1];
     if (b <= a) b = a + 1;
-    var xs = { ticks: [], fmt: function (v) { return v >= 10000 ? (v / 1000).toFixed(0) + "k" : String(Math.round(v)); },
+    var xs = { ticks: [],
+      fmt: function (v) { return v >= 10000 ? (v / 1000).toFixed(0) + "k" : String(Math.round(v)); },
       at: function (v) { return pad.l + (f(v) - a) / (b - a) * (w - pad.l - pad.r); } };
     if (log) { for (var e = a; e <= b; e++) xs.ticks.push(Math.pow(10, e)); }
     else xs.ticks = lin;
@@ -397,7 +400,9 @@
         spacer.appendChild(el);
         drawn[k] = el;
       }
-      if (!passing.length && !spacer.firstChild) spacer.appendChild(h("div", { cls: "empty" }, "No trajectory matches."));
+      if (!passing.length && !spacer.firstChild) {
+        spacer.appendChild(h("div", { cls: "empty" }, "No trajectory matches."));
+      }
     }
     scroller.addEventListener("scroll", function () { window.requestAnimationFrame(paint); });
     refresh();
@@ -415,7 +420,8 @@
   function listRow(i) {
     var t = T[i], g = group(t);
     return h("div", { cls: "row", "data-index": i, on: { click: function () { go({ view: "t", t: i }); } } },
-      h("span", { title: t.i }, t.i), h("span", { title: g.strategy }, g.strategy), h("span", { title: g.model }, g.model),
+      h("span", { title: t.i }, t.i), h("span", { title: g.strategy }, g.strategy),
+      h("span", { title: g.model }, g.model),
       h("span", { cls: t.ok ? "yes" : "no" }, t.ok ? "✓" : "✗"), h("span", { cls: "num" }, String(t.nr)),
       h("span", { cls: "num" }, String(t.nc)), h("span", { cls: "num" }, String(t.tk)),
       h("span", { cls: "num" }, fixed(t.s, 1)), h("span", { title: t.sr }, t.sr), h("span", null, verifierBadges(t)));
@@ -448,7 +454,8 @@
   }
 
   function drawCompare(root, a, b) {
-    root.appendChild(h("p", null, h("a", { on: { click: function () { go({ view: "list" }); } } }, "← all trajectories")));
+    root.appendChild(h("p", null,
+      h("a", { on: { click: function () { go({ view: "list" }); } } }, "← all trajectories")));
     function picker(current, other, side) {
       var choices = [current].concat(sameInstance(current).filter(function (j) { return j !== other; }));
       var sel = h("select", { on: { change: function () {
@@ -480,7 +487,10 @@
     var fin = h("div", { cls: "final" },
       h("span", { cls: "k" }, "final answer"), pre(txt(t.fa) === null ? "(none)" : txt(t.fa)),
       h("span", { cls: "k" }, "ground truth"), h("span", { cls: t.ok ? "yes" : "no" }, t.ok ? "correct" : "wrong"));
-    if (t.ref !== undefined) { fin.appendChild(h("span", { cls: "k" }, "reference")); fin.appendChild(pre(txt(t.ref))); }
+    if (t.ref !== undefined) {
+      fin.appendChild(h("span", { cls: "k" }, "reference"));
+      fin.appendChild(pre(txt(t.ref)));
+    }
     panel.appendChild(fin);
     panel.appendChild(timeline(t));
     return panel;
@@ -528,13 +538,17 @@
     var bd = h("div", { cls: "bd" });
     // The turns this call shares with the previous one are folded; what is new is shown.
     var shared = 0;
-    if (previousIds) while (shared < c.ids.length && shared < previousIds.length && c.ids[shared] === previousIds[shared]) shared++;
+    if (previousIds) {
+      while (shared < c.ids.length && shared < previousIds.length && c.ids[shared] === previousIds[shared]) shared++;
+    }
     var earlier = Math.max(shared, c.ids.length - 1);
     if (earlier > 0) {
       var det = h("details", null, h("summary", null, earlier + " earlier message" + (earlier === 1 ? "" : "s") +
         (shared ? " (" + shared + " as in the previous call)" : "")));
       det.addEventListener("toggle", function () {
-        if (det.open && det.childNodes.length === 1) c.ids.slice(0, earlier).forEach(function (id) { det.appendChild(msgBox(id)); });
+        if (det.open && det.childNodes.length === 1) {
+          c.ids.slice(0, earlier).forEach(function (id) { det.appendChild(msgBox(id)); });
+        }
       });
       bd.appendChild(det);
     }
@@ -559,7 +573,8 @@
         "false reject: the verifier rejected a right answer"] }[r.agree];
       box.appendChild(h("div", null, "verdict (" + v.by + "): ", h("span", { cls: v.ok ? "yes" : "no" },
         v.ok ? "accepted" : "rejected"), v.mal ? " · malformed answer" : "", v.unr ? " · judge reply unreadable" : "",
-        v.sc !== undefined ? " · score " + v.sc : "", " ", words ? h("span", { cls: "badge " + words[0] }, words[1]) : null));
+        v.sc !== undefined ? " · score " + v.sc : "", " ",
+        words ? h("span", { cls: "badge " + words[0] }, words[1]) : null));
       if (v.e && v.e.length) {
         box.appendChild(h("ul", null, v.e.map(function (e) {
           return h("li", null, h("b", null, e[0]), ": " + S[e[1]] + (e[2] ? " (" + e[2] + ")" : ""));
@@ -597,7 +612,10 @@
       x.contradicted.length ? h("span", { cls: "no" }, "contradicted: " + x.contradicted.join(", ")) : null,
       x.unrelated ? h("span", null, "unrelated: " + x.unrelated) : null);
     var bd = h("div", { cls: "bd" });
-    if (x.global !== null) { bd.appendChild(h("div", { cls: "role" }, "global check reply")); bd.appendChild(pre(txt(x.global))); }
+    if (x.global !== null) {
+      bd.appendChild(h("div", { cls: "role" }, "global check reply"));
+      bd.appendChild(pre(txt(x.global)));
+    }
     if (x.steps.length) {
       bd.appendChild(h("table", { cls: "steps" },
         h("tr", null, ["step", "text", "target", "information used", "regenerated", "comparison", "verdict"].map(
@@ -605,9 +623,11 @@
         x.steps.map(function (s) {
           var used = "facts " + (s[3].join(", ") || "none") + "; steps " + (s[4].join(", ") || "none") +
             (s[5] ? " (indices unreadable: all given)" : "");
-          return h("tr", null, h("td", null, String(s[0])), h("td", null, pre(txt(s[1]))), h("td", null, pre(txt(s[2]))),
-            h("td", null, used), h("td", null, pre(txt(s[6]))), h("td", null, pre(txt(s[7]))),
-            h("td", { cls: s[8] > 0 ? "yes" : s[8] < 0 ? "no" : "" }, resultWord[String(s[8])] + (s[9] ? ", unreadable" : "")));
+          return h("tr", null, h("td", null, String(s[0])), h("td", null, pre(txt(s[1]))),
+            h("td", null, pre(txt(s[2]))), h("td", null, used), h("td", null, pre(txt(s[6]))),
+            h("td", null, pre(txt(s[7]))),
+            h("td", { cls: s[8] > 0 ? "yes" : s[8] < 0 ? "no" : "" },
+              resultWord[String(s[8])] + (s[9] ? ", unreadable" : "")));
         })));
     }
     return h("div", { cls: "card" }, hd, bd);
