@@ -140,6 +140,8 @@ def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path
             assert judge_tokens and t.model == ("smollm2-135m" if row["model"] == "small" else "smollm2")
         backend_calls += sum(not c.cached for c in t.calls)
     assert f"12 new trajectories, {backend_calls} backend calls" in first.stdout
+    # The last line is the command that opens the viewer on the out directory, as given.
+    assert first.stdout.splitlines()[-1] == "see every trajectory: veriloop view exp"
     assert json.loads((out / "results.json").read_text())["stopped"] is None
     assert (out / "frontier.png").stat().st_size > 10_000
     md = (out / "results.md").read_text()
@@ -148,6 +150,7 @@ def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path
     again = veriloop("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "0 new trajectories, 0 backend calls" in again.stdout
+    assert again.stdout.splitlines()[-1] == "see every trajectory: veriloop view exp"
     with open(out / "results.csv") as f:
         assert list(csv.DictReader(f)) == rows
 

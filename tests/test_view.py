@@ -6,6 +6,10 @@ right; backprompting with the sound checker answers 8, is told so and answers ri
 backprompting with the LLM judge once has the judge accept the 8 (a false accept) and
 once has it reject the right answer first (a false reject); and a `standard` run on a
 second puzzle replies with markup meant to break out of the page.
+
+A second run holds what the verifiers themselves did: CRITIC on a GSM8K problem runs
+the wrong program and then the corrected one with the python tool, and SelfCheck checks
+two step-by-step solutions of two steps each, whose verdicts are +1, -1 and then 0, +1.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
 from veriloop.experiment.metrics import summarise
 from veriloop.records import Trajectory
+from veriloop.selfcheck.scoring import confidence
+from veriloop.tools import get_tool
+from veriloop.tools.base import Toolbox
 from veriloop.view import data, page
 from veriloop.view.report import build
 from veriloop.view.serve import VERSION_PATH, LivePage, ViewServer
@@ -56,6 +63,52 @@ def played() -> dict[str, Trajectory]:
     # What the scripted model was really sent in round 2: the feedback the page must show.
     assert sound_model.asked[1][0][-1]["content"] == FEEDBACK
     return {"standard": standard, "sound": sound, "accepted": accepted, "rejected": rejected, "hostile": hostile}
+
+
+APPLES = "Tom has 12 apples. He buys 5 more. How many apples does he have?"
+GSM8K = get_domain("gsm8k")
+PROGRAM_QUESTION = GSM8K.parse_instance({"question": APPLES, "reference": "17"})
+WRONG_PROGRAM = "apples = 12 + 6\nanswer = apples"
+RIGHT_PROGRAM = "apples = 12 + 5\nanswer = apples"
+CRITIQUE = "He buys 5 apples, not 6.\nVerdict: incorrect"
+# (round, tool, input, observation): what the python tool made of each program.
+TOOL_CALLS = [(1, "python", WRONG_PROGRAM, "Execution: answer = 18"),
+              (2, "python", RIGHT_PROGRAM, "Execution: answer = 17")]
+
+GSM8K_COT = get_domain("gsm8k-cot")
+STEP_QUESTION = GSM8K_COT.parse_instance({"question": APPLES, "reference": "17"})
+WRONG_STEPS = "Step 1: He starts with 12 apples.\nStep 2: 12 + 5 = 18.\nAnswer: 18"
+RIGHT_STEPS = "Step 1: Apples are red.\nStep 2: 12 + 5 = 17.\nAnswer: 17"
+# By solution (round), each step's (index, text, target reply, collect reply, facts used,
+# steps used, regenerated, comparison, result), in the order SelfCheck asks its stages.
+STEP_CHECKS = {
+    1: [(1, "He starts with 12 apples.", "The step aims to state how many apples Tom starts with.",
+         "Information: 1; Steps: none", [1], [], "Tom starts with 12 apples.", "Both say 12.\nConclusion: supports", 1),
+        (2, "12 + 5 = 18.", "The step aims to add the apples he buys.", "Information: 2; Steps: 1", [2], [1],
+         "12 + 5 = 17.", "17 is not 18.\nConclusion: contradicts", -1)],
+    # Collecting nothing would leave nothing to work from: SelfCheck gives every fact.
+    2: [(1, "Apples are red.", "The step aims to describe the apples.", "Information: none; Steps: none", [1, 2, 3],
+         [], "Nothing to work out.", "Conclusion: not related", 0),
+        (2, "12 + 5 = 17.", "The step aims to add the apples he buys.", "Information: 2; Steps: none", [2], [],
+         "12 + 5 = 17.", "Conclusion: supports", 1)],
+}
+
+
+@pytest.fixture(scope="module")
+def checked() -> dict[str, Trajectory]:
+    """The verifiers' own work: CRITIC's tool calls and SelfCheck's step checks."""
+    critic, _ = play("critic", GSM8K, PROGRAM_QUESTION, [
+        f"```python\n{WRONG_PROGRAM}\n```", CRITIQUE, f"```python\n{RIGHT_PROGRAM}\n```", "Verdict: correct",
+    ], tools=Toolbox([get_tool("python")]))
+    stages = [reply for steps in STEP_CHECKS.values() for step in steps for reply in (step[2], step[3], *step[6:8])]
+    selfcheck, model = play("selfcheck:n=2", GSM8K_COT, STEP_QUESTION, [WRONG_STEPS, RIGHT_STEPS, *stages])
+    assert model.replies == []
+    return {"critic": critic, "selfcheck": selfcheck}
+
+
+@pytest.fixture
+def checked_dir(tmp_path: Path, checked: dict[str, Trajectory]) -> Path:
+    return write_run(tmp_path / "checked", list(checked.values()))
 
 
 def write_run(folder: Path, trajectories: list[Trajectory]) -> Path:
@@ -127,6 +180,52 @@ def test_verifier_against_ground_truth_and_the_feedback_fed_back(run_dir, played
     assert sound["r"][1][6] is None  # accepted: nothing fed back
     assert (sound["ok"], sound["sr"], sound["nr"], sound["nc"], sound["tk"]) == (1, played["sound"].stop_reason, 2, 2,
                                                                                  30)
+
+
+def trajectory_of(payload: dict, strategy_prefix: str) -> dict:
+    (found,) = [t for t in payload["T"] if payload["groups"][t["g"]]["strategy"].startswith(strategy_prefix)]
+    return found
+
+
+def test_critic_tool_calls_carry_their_input_and_observation(checked_dir, checked):
+    critic = checked["critic"]
+    assert (critic.stop_reason, critic.correct) == ("critic_accepted", True)
+    assert [(x.round, x.tool, x.input, x.text) for x in critic.tool_calls] == TOOL_CALLS
+    assert [(x.ok, x.cached) for x in critic.tool_calls] == [(True, False), (True, False)]
+    payload = payload_of(checked_dir)
+    S = payload["S"]
+    rows = trajectory_of(payload, "critic:")["tc"]
+    assert [(r[0], r[1], S[r[2]], S[r[3]]) for r in rows] == TOOL_CALLS
+    assert [(r[4], r[5], r[6]) for r in rows] == [(1, round(x.seconds, 3), 0) for x in critic.tool_calls]
+    # The critique the corrector was given quotes the observation of the first program.
+    assert S[trajectory_of(payload, "critic:")["r"][0][3]["e"][0][1]] == (
+        f"Action: python\nAction Input: {WRONG_PROGRAM}\nObservation: Execution: answer = 18\n{CRITIQUE}")
+    assert "tc" not in trajectory_of(payload, "selfcheck:")
+
+
+def test_selfcheck_step_checks_carry_every_stage_and_verdict(checked_dir, checked):
+    selfcheck = checked["selfcheck"]
+    assert (selfcheck.stop_reason, selfcheck.final_text, selfcheck.correct) == ("weighted_vote", RIGHT_STEPS, True)
+    payload = payload_of(checked_dir)
+    S = payload["S"]
+    t = trajectory_of(payload, "selfcheck:")
+    assert [(c["round"], c["checker"], c["total"], c["checked"], c["max"], c["contradicted"], c["unrelated"],
+             c["confidence"], c["global"]) for c in t["sc"]] == [
+        (1, "steps", 2, 2, 20, [2], 0, confidence(1, 0), None),
+        (2, "steps", 2, 2, 20, [], 1, confidence(0, 1), None),
+    ]
+    for check, (number, steps) in zip(t["sc"], STEP_CHECKS.items()):
+        assert [(s[0], S[s[1]], S[s[2]], s[3], s[4], s[5], S[s[6]], S[s[7]], s[8], s[9]) for s in check["steps"]] == [
+            (index, text, target, facts, used, 0, regenerated, comparison, result, 0)
+            for index, text, target, _, facts, used, regenerated, comparison, result in steps
+        ], number
+    # The collection stage's own reply is kept with its call (the check keeps the indices).
+    stages = [(c[1], c[11], c[10], S[c[4]]) for c in t["c"] if c[0] == "check"]
+    assert stages == [
+        (number, step[0], stage, reply) for number, steps in STEP_CHECKS.items() for step in steps
+        for stage, reply in zip(("target", "collect", "regenerate", "compare"), (step[2], step[3], *step[6:8]))
+    ]
+    assert "sc" not in trajectory_of(payload, "critic:")
 
 
 def test_messages_are_stored_once_and_rebuild_exactly(tmp_path, played):

@@ -3,7 +3,8 @@
 by Playwright. The report is opened from disk with every other request refused, as a user
 opens the file: the overview shows the run's figures, hostile replies show as text and run
 nothing, filters update their counts, a trajectory's timeline and the side-by-side view
-are drawn. Each test leaves screenshots in its pytest temporary directory."""
+are drawn, with CRITIC's tool calls and SelfCheck's step checks. Each test leaves
+screenshots in its pytest temporary directory."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import test_view
 from playwright import sync_api
-from test_view import FEEDBACK, HOSTILE, PUZZLE
+from test_view import FEEDBACK, HOSTILE, PUZZLE, STEP_CHECKS, TOOL_CALLS
 
 from veriloop.experiment.metrics import summarise
 from veriloop.view import data
@@ -24,6 +25,8 @@ from veriloop.view.report import build
 # The scripted run of test_view, shared as fixtures.
 played = test_view.played
 run_dir = test_view.run_dir
+checked = test_view.checked
+checked_dir = test_view.checked_dir
 
 pytestmark = pytest.mark.browser
 
@@ -196,3 +199,43 @@ def test_side_by_side(browser_page):
     assert "standard" in columns.nth(0).locator("h3").first.inner_text()
     assert "backprompt" in columns.nth(1).locator("h3").first.inner_text()
     assert seen["errors"] == []
+
+
+def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir):
+    report = checked_dir / "report.html"
+    report.write_text(build([checked_dir], references=False).html, encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser, page, seen = open_report(p, chromium, report)
+        page.goto(f"{report.as_uri()}#view=t&t={index_of(page, 'critic:', test_view.PROGRAM_QUESTION.id)}")
+        page.wait_for_selector(".round")
+        page.screenshot(path=str(tmp_path / "critic.png"), full_page=True)
+        tools = page.locator(".card").filter(has=page.locator(".hd .badge", has_text="tool · "))
+        shown_tools = [(card.locator(".hd .badge").inner_text(), card.locator(".hd .yes").all_text_contents(),
+                        card.locator(".bd .role").all_text_contents(), card.locator(".bd pre").all_text_contents())
+                       for card in tools.all()]
+        page.goto(f"{report.as_uri()}#view=t&t={index_of(page, 'selfcheck:', test_view.STEP_QUESTION.id)}")
+        page.wait_for_selector("table.steps")
+        page.screenshot(path=str(tmp_path / "selfcheck.png"), full_page=True)
+        checks = page.locator(".card").filter(has=page.locator("table.steps"))
+        heads = [card.locator(".hd span").all_text_contents() for card in checks.all()]
+        tables = [[row.locator("th, td").all_text_contents() for row in card.locator("table.steps tr").all()]
+                  for card in checks.all()]
+        collects = page.locator(".card").filter(has=page.locator(".hd .badge", has_text="check · collect"))
+        shown_collects = [(card.locator(".hd span").nth(1).inner_text(), card.locator(".bd pre").last.inner_text())
+                          for card in collects.all()]
+        browser.close()
+    assert shown_tools == [("tool · python", ["ok"], ["input", "observation"], [tool_input, observation])
+                           for _, _, tool_input, observation in TOOL_CALLS]
+    assert heads == [["SelfCheck · steps", "steps checked 2/2", "confidence 0.538", "contradicted: 2"],
+                     ["SelfCheck · steps", "steps checked 2/2", "confidence 0.851", "unrelated: 1"]]
+    header = ["step", "text", "target", "information used", "regenerated", "comparison", "verdict"]
+    verdicts = {1: "supports (+1)", -1: "contradicts (\u22121)", 0: "unrelated (0)"}
+    assert tables == [
+        [header, *[[str(index), text, target, f"facts {', '.join(map(str, facts)) or 'none'}; steps "
+                    f"{', '.join(map(str, used)) or 'none'}", regenerated, comparison, verdicts[result]]
+                   for index, text, target, _, facts, used, regenerated, comparison, result in steps]]
+        for steps in STEP_CHECKS.values()
+    ]
+    assert shown_collects == [(f"step {step[0]}", step[3]) for steps in STEP_CHECKS.values() for step in steps]
+    assert seen["dialogs"] == [] and seen["errors"] == []
+    assert all(url.startswith("file:") for url in seen["requests"])
