@@ -201,7 +201,28 @@ def test_side_by_side(browser_page):
     assert seen["errors"] == []
 
 
-def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir):
+# CRITIC runs the program between writing it and critiquing it, in each round.
+EXPECTED_CRITIC_ORDER = ["generate", "tool · python", "verify", "correct", "tool · python", "verify"]
+
+
+def timeline_order(trajectory) -> list[str]:
+    """The cards' badges in the page's order: a tool call just before the first call of its
+    round whose prompt holds its observation, the others after the round's calls."""
+    placed: set[int] = set()
+    order: list[str] = []
+    for n in sorted({c.round for c in trajectory.calls} | {x.round for x in trajectory.tool_calls}):
+        for call in (c for c in trajectory.calls if c.round == n):
+            for k, tool in enumerate(trajectory.tool_calls):
+                seen = any(tool.text and tool.text in m["content"] for m in call.messages)
+                if tool.round == n and k not in placed and seen:
+                    order.append(f"tool · {tool.tool}")
+                    placed.add(k)
+            order.append(call.role + (f" · {call.stage}" if call.stage else ""))
+        order += [f"tool · {t.tool}" for k, t in enumerate(trajectory.tool_calls) if t.round == n and k not in placed]
+    return order
+
+
+def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir, checked):
     report = checked_dir / "report.html"
     report.write_text(build([checked_dir], references=False).html, encoding="utf-8")
     with sync_api.sync_playwright() as p:
@@ -209,6 +230,7 @@ def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir):
         page.goto(f"{report.as_uri()}#view=t&t={index_of(page, 'critic:', test_view.PROGRAM_QUESTION.id)}")
         page.wait_for_selector(".round")
         page.screenshot(path=str(tmp_path / "critic.png"), full_page=True)
+        badges = page.locator(".round .card .hd .badge:first-child").all_text_contents()
         tools = page.locator(".card").filter(has=page.locator(".hd .badge", has_text="tool · "))
         shown_tools = [(card.locator(".hd .badge").inner_text(), card.locator(".hd .yes").all_text_contents(),
                         card.locator(".bd .role").all_text_contents(), card.locator(".bd pre").all_text_contents())
@@ -224,6 +246,7 @@ def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir):
         shown_collects = [(card.locator(".hd span").nth(1).inner_text(), card.locator(".bd pre").last.inner_text())
                           for card in collects.all()]
         browser.close()
+    assert badges == timeline_order(checked["critic"]) == EXPECTED_CRITIC_ORDER
     assert shown_tools == [("tool · python", ["ok"], ["input", "observation"], [tool_input, observation])
                            for _, _, tool_input, observation in TOOL_CALLS]
     assert heads == [["SelfCheck · steps", "steps checked 2/2", "confidence 0.538", "contradicted: 2"],

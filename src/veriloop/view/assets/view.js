@@ -506,14 +506,28 @@
     checks.forEach(function (x) { numbers[x.round] = 1; });
     var order = Object.keys(numbers).map(Number).sort(function (x, y) { return x - y; });
     var previousIds = null, previousAnswer = null;
+    // Records keep no clock across calls and tool calls, so a tool call goes just before the
+    // first call of its round whose prompt holds its observation (the call it informed);
+    // one that no call saw closes the round's calls.
+    var placed = {};
+    function sawObservation(c, x) {
+      var observation = txt(x[3]);
+      return observation !== "" && c.ids.some(function (id) { return message(id).content.indexOf(observation) >= 0; });
+    }
     order.forEach(function (n) {
       var box = h("div", { cls: "round" }, h("h3", null, "Round " + n));
       calls.forEach(function (c, ci) {
         if (c.round !== n) return;
+        tools.forEach(function (x, xi) {
+          if (x[0] === n && !placed[xi] && sawObservation(c, x)) {
+            box.appendChild(toolCard(x));
+            placed[xi] = true;
+          }
+        });
         box.appendChild(callCard(c, ci, previousIds));
         previousIds = c.ids;
       });
-      tools.forEach(function (x) { if (x[0] === n) box.appendChild(toolCard(x)); });
+      tools.forEach(function (x, xi) { if (x[0] === n && !placed[xi]) box.appendChild(toolCard(x)); });
       checks.forEach(function (x) { if (x.round === n) box.appendChild(checkCard(x)); });
       rounds.forEach(function (r) {
         if (r.round !== n) return;
