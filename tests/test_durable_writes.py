@@ -273,3 +273,17 @@ def test_kill_9_mid_run_loses_no_acknowledged_trajectory_and_resuming_duplicates
     assert (result.reused_trajectories, result.new_trajectories) == (len(on_disk), total - len(on_disk))
     lines = (out / TRAJECTORIES).read_text().splitlines()
     assert sorted(json.loads(line)["instance_id"] for line in lines) == sorted(i.id for i in instances)
+
+
+def test_a_line_that_is_no_record_is_named_with_what_to_do(tmp_path: Path) -> None:
+    from veriloop.errors import VeriloopError
+    from veriloop.experiment.jsonl import load_records
+    from veriloop.records import Verdict
+
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"ok": true}\n\n{"ok": "perhaps"}\n')
+    with pytest.raises(VeriloopError) as caught:
+        load_records(path, Verdict)
+    assert str(caught.value) == f"{path}, line 3: not a Verdict record; use a fresh --out"
+    path.write_text('{"ok": true}\n\n{"ok": false}\n')
+    assert [v.ok for v in load_records(path, Verdict)] == [True, False]

@@ -14,6 +14,7 @@ off on the next load, so a resumed run finds each finished record once.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -35,21 +36,27 @@ def drop_torn_tail(path: Path) -> None:
         f.truncate(data.rfind(b"\n") + 1)
 
 
+def parse_records(path: Path, lines: Iterable[str | bytes], record: type[R], what: str, advice: str = "") -> list[R]:
+    """The records of `path`'s complete lines, blank ones skipped; a line that is not one
+    is an error naming it, as `what` (e.g. "trajectory"), followed by `advice`."""
+    found: list[R] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            found.append(record.model_validate_json(line))
+        except ValidationError:
+            raise VeriloopError(f"{path}, line {lineno}: not a {what} record{advice}") from None
+    return found
+
+
 def load_records(path: Path, record: type[R]) -> list[R]:
     """Every record in the file, after dropping a torn last line."""
     drop_torn_tail(path)
     if not path.exists():
         return []
-    found: list[R] = []
     with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                found.append(record.model_validate_json(line))
-            except ValidationError:
-                raise VeriloopError(f"{path}, line {lineno}: not a {record.__name__} record; use a fresh --out") from None
-    return found
+        return parse_records(path, f, record, record.__name__, "; use a fresh --out")
 
 
 class RecordWriter:

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import VeriloopError
+from ..experiment.jsonl import parse_records
 from ..experiment.metrics import StrategySummary, summarise
 from ..records import CallRecord, Message, RoundRecord, Trajectory, Verdict
 
@@ -118,16 +117,7 @@ def read_trajectories(file: Path) -> list[Trajectory]:
         data = file.read_bytes()
     except OSError as exc:
         raise VeriloopError(f"{file}: cannot read it ({exc.strerror})") from None
-    data = data[: data.rfind(b"\n") + 1]
-    found = []
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            found.append(Trajectory.model_validate_json(line))
-        except ValidationError:
-            raise VeriloopError(f"{file}, line {lineno}: not a trajectory record") from None
-    return found
+    return parse_records(file, data[: data.rfind(b"\n") + 1].split(b"\n"), Trajectory, "trajectory")
 
 
 def load(paths: Sequence[Path], allow_empty: bool = False) -> Loaded:
