@@ -3,15 +3,21 @@
 # (llama-cpp-python is compiled from source once; pip caches the wheel), and the model
 # packs named as arguments. A second run checks stamps and returns in about a second.
 # --browser also installs Chromium from the system's packages (Debian: `chromium`), which
-# the report viewer's browser tests drive; ./test.sh asks for it.
+# the report viewer's browser tests drive; --ray installs the optional extra veriloop[ray]
+# (--executor ray); ./test.sh asks for both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 browser=0
-if [ "${1:-}" = "--browser" ]; then
-    browser=1
+extras=dev
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --browser) browser=1 ;;
+        --ray) extras=dev,ray ;;
+        *) break ;;
+    esac
     shift
-fi
+done
 
 PYTHON=${PYTHON:-python3}
 VENV=.venv
@@ -24,14 +30,20 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
-# Reinstall only when the declared dependencies change.
+# Reinstall only when the declared dependencies change; a venv set up with Ray also
+# serves a set-up without it.
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-32)
-stamp="$VENV/.veriloop-deps"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+installed=0
+for have in "$extras" dev,ray; do
+    if [ "$(cat "$VENV/.veriloop-deps-$have" 2>/dev/null)" = "$want" ]; then
+        installed=1
+    fi
+done
+if [ "$installed" = 0 ]; then
     echo "setup: installing dependencies (the first time, llama-cpp-python compiles for about 4 minutes)"
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
-    echo "$want" > "$stamp"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
+    echo "$want" > "$VENV/.veriloop-deps-$extras"
 fi
 
 if [ "$browser" = 1 ] && [ ! -x "${VERILOOP_CHROMIUM:-/usr/bin/chromium}" ]; then

@@ -93,6 +93,22 @@ class Opt:
     Unisolated = Annotated[bool, typer.Option(
         help="Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
     )]
+    Executor = Annotated[str, typer.Option(
+        metavar="local|ray",
+        help="Where trajectories run: local (this process) or ray (shards of instances on a Ray cluster's "
+        "workers, one per model per node; this process alone writes the records and the call cache, so either "
+        "executor resumes the other's run). Needs the extra veriloop[ray].",
+    )]
+    Address = Annotated[str | None, typer.Option(
+        metavar="auto|ray://HOST:PORT",
+        help="With --executor ray: the cluster to join (auto: the one `ray start` runs here; ray://HOST:PORT: a "
+        "remote head's client port). Default: start a local cluster on this machine's CPUs for this run.",
+    )]
+    ShardSize = Annotated[int | None, typer.Option(
+        metavar="N", min=1,
+        help="With --executor ray: instances per shard, the unit a worker takes and a lost worker gives back "
+        "(default: the concurrency).",
+    )]
     # Text, checked by ModelChoice: a bad number is then one line naming --threads, as a
     # bad VERILOOP_THREADS names the variable.
     Threads = Annotated[str | None, typer.Option(
@@ -210,6 +226,26 @@ def interrupts_deferred() -> Iterator[threading.Event]:
         yield interrupted
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """--executor, --address and --shard-size as typed."""
+
+    executor: str = "local"
+    address: str | None = None
+    shard_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in ("local", "ray"):
+            raise VeriloopError(f"--executor {self.executor!r}: choose local or ray")
+        if self.executor == "local" and (self.address is not None or self.shard_size is not None):
+            given = "--address" if self.address is not None else "--shard-size"
+            raise VeriloopError(f"{given} goes with --executor ray")
+
+    @property
+    def ray(self) -> bool:
+        return self.executor == "ray"
 
 
 def _exit_interrupted(kept_in: Path | None, when: str = "") -> NoReturn:

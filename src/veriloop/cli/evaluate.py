@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import Opt, _exit_interrupted, err, interrupts_deferred, out, view_hint
+from .common import ExecutorChoice, Opt, _exit_interrupted, err, interrupts_deferred, out, view_hint
 
 if TYPE_CHECKING:
-    from ..experiment.engine import CellPlan, EvalResult
+    from ..cluster.driver import RayExecutor
+    from ..experiment.engine import CellPlan, EvalResult, Progress
     from ..experiment.spec import Experiment
+    from ..progress import ProgressReporter
 
 
 def eval_command(
@@ -34,6 +36,9 @@ def eval_command(
     list_: Annotated[bool, typer.Option("--list", help="List the shipped experiment files and exit.")] = False,
     cache: Opt.Cache = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    executor: Opt.Executor = "local",
+    address: Opt.Address = None,
+    shard_size: Opt.ShardSize = None,
 ) -> None:
     """Run an experiment written as a file: models x domains (or tasks) x strategies x
     seeds, with roles (a judge, critic or checker model apart from the generator),
@@ -54,18 +59,20 @@ def eval_command(
         return
     if experiment is None:
         raise VeriloopError("give an experiment file (or a shipped name: veriloop eval --list)")
+    where = ExecutorChoice(executor, address, shard_size)
     spec = load_experiment(find_experiment(experiment), set_ or [])
-    run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache, use_cache=not no_cache)
+    run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache, use_cache=not no_cache, executor=where)
 
 
 def run_experiment_file(
     spec: Experiment, out_dir: Path | None, *, dry_run: bool = False, cache: Path | None = None,
     use_cache: bool = True, title: str | None = None, api_keys: dict[str, str] | None = None,
-    show: Callable[[Experiment, EvalResult], None] | None = None,
+    show: Callable[[Experiment, EvalResult], None] | None = None, executor: ExecutorChoice | None = None,
 ) -> EvalResult | None:
     """Plan, (dry-run or) run and report an experiment; returns the EvalResult (None for a
     dry run). `api_keys`: by model name (a command's --api-key); `show(spec, result)`
-    prints the outcome instead of the results table (a reproduction prints its paper's)."""
+    prints the outcome instead of the results table (a reproduction prints its paper's);
+    `executor`: where the cells run (default: here)."""
     import asyncio
 
     from ..experiment.engine import Progress, load_models, models_needed, plan, run_eval
@@ -78,30 +85,78 @@ def run_experiment_file(
         print_plan(spec, plans, target)
         return None
     names = models_needed(spec, plans)
-    with interrupts_deferred() as interrupted:
-        models = load_models(spec, names, cache_path=cache, use_cache=use_cache, api_keys=api_keys)
-    if interrupted.is_set():
-        _exit_interrupted(target, "while the models were loading; nothing was run")
     reporter = ProgressReporter(f"{spec.name}")
     progress = Progress(update=reporter.update_stage, tokens=reporter.tokens_done)
+    if executor is not None and executor.ray:
+        result = run_on_ray(spec, target, plans, names, progress, reporter, executor, cache=cache, use_cache=use_cache,
+                            api_keys=api_keys)
+    else:
+        with interrupts_deferred() as interrupted:
+            models = load_models(spec, names, cache_path=cache, use_cache=use_cache, api_keys=api_keys)
+        if interrupted.is_set():
+            _exit_interrupted(target, "while the models were loading; nothing was run")
 
-    async def go() -> EvalResult:
+        async def go() -> EvalResult:
+            try:
+                with reporter:
+                    return await run_eval(spec, target, models, progress, plans)
+            finally:
+                for m in models.values():
+                    await m.aclose()
+
         try:
-            with reporter:
-                return await run_eval(spec, target, models, progress, plans)
-        finally:
-            for m in models.values():
-                await m.aclose()
-
-    try:
-        result = asyncio.run(go())
-    except KeyboardInterrupt:
-        _exit_interrupted(target)
+            result = asyncio.run(go())
+        except KeyboardInterrupt:
+            _exit_interrupted(target)
     if show is not None:
         show(spec, result)
     else:
         print_results(spec, result, title)
     return result
+
+
+def run_on_ray(
+    spec: Experiment, target: Path, plans: list[CellPlan], names: list[str], progress: Progress,
+    reporter: ProgressReporter, choice: ExecutorChoice, *, cache: Path | None, use_cache: bool,
+    api_keys: dict[str, str] | None,
+) -> EvalResult:
+    """The cells on Ray workers (started here, stopped on the way out, Ctrl-C included)."""
+    import asyncio
+
+    from ..cluster.driver import RayExecutor, model_recipes
+    from ..experiment.engine import run_eval
+    from ..paths import default_cache_path
+
+    recipes = model_recipes(spec, names, use_cache=use_cache, api_keys=api_keys)
+    executor = RayExecutor(recipes, address=choice.address, concurrency=spec.concurrency,
+                           cache_path=(cache or default_cache_path()) if use_cache else None,
+                           shard_size=choice.shard_size)
+
+    async def go() -> EvalResult:
+        try:
+            with reporter:
+                reporter.update_stage(f"starting Ray workers for {', '.join(names)}", 0, 0)
+                await executor.start(names)
+                return await run_eval(spec, target, {}, progress, plans, executor=executor)
+        finally:
+            await executor.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except KeyboardInterrupt:
+        _exit_interrupted(target)
+    err.print(ray_note(executor), highlight=False)
+    return result
+
+
+def ray_note(executor: RayExecutor) -> str:
+    """What the cluster did, in a line: its workers, and any it lost on the way."""
+    workers = sum(len(lane.workers) for lane in executor.lanes.values())
+    note = f"ran on {workers} Ray worker{'s' if workers != 1 else ''}"
+    if executor.worker_failures:
+        note += (f"; {executor.worker_failures} worker failure(s), {executor.requeued} trajectories re-run elsewhere, "
+                 f"{executor.duplicates} duplicates dropped")
+    return note
 
 
 def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:

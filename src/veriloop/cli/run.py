@@ -11,13 +11,16 @@ from typer.core import TyperCommand
 
 from ..domains import DOMAINS
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
+from .common import DEFAULT_MODEL, ExecutorChoice, ModelChoice, Opt, Session, err, out, run_on_model, slug, view_hint
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
 
+    from ..cluster.driver import Job
+    from ..domains.base import Instance
     from ..experiment.runner import RunResult
     from ..experiment.spec import Experiment
+    from ..strategies.base import Strategy
 
 DEFAULT_DOMAIN = "game24"
 DEFAULT_STRATEGIES = [
@@ -195,6 +198,9 @@ def run(
         help="A domain setting KEY=VALUE, repeatable (VALUE read as JSON when it parses), "
         "e.g. toxicity's all_prompts=true, threshold=0.5, stop_below=0.1."
     )] = None,
+    executor: Opt.Executor = "local",
+    address: Opt.Address = None,
+    shard_size: Opt.ShardSize = None,
 ) -> None:
     """Run strategies on a domain and print accuracy, rounds, calls, tokens and time.
 
@@ -208,13 +214,13 @@ def run(
     from .. import __version__
     from ..experiment.engine import build_domain, tools_for
     from ..experiment.runner import check_run_dir, run_experiment
-    from ..report import print_summary
     from ..strategies import parse_strategy, split_specs
 
     with_task: dict[str, object] = {
         "--prompt": prompt, "--check": check, "--reference-field": reference_field, "--id-field": id_field,
     }
     check_task_options(domain, task, data, domain_option, with_task)
+    where = ExecutorChoice(executor, address, shard_size)
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
         model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
@@ -240,6 +246,17 @@ def run(
         chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
     run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
     check_run_dir(run_dir, {**config, "domain": dom.name, "seed": seed})  # before the model loads; its identity after
+    if where.ray:
+        from ..cluster.driver import Job
+
+        ray_job = Job(run_dir=run_dir, config=config, domain_key=label, domain=dom, data=planned.data,
+                      instances=instances, strategies=strategies, seed=seed, generator="main", role_models={},
+                      title=label, experiment=spec)
+        result = run_job_on_ray(ray_job, model=model, base_url=base_url, api_key=api_key, cache=cache,
+                                use_cache=not no_cache, threads=threads, concurrency=concurrency, deployment=deployment,
+                                retry_budget=retry_budget, where=where)
+        print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
+        return
     toolbox = tools_for(spec, planned)
 
     async def job(s: Session) -> RunResult:
@@ -251,6 +268,13 @@ def run(
     choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
                          deployment=deployment, retry_budget=retry_budget, concurrency=concurrency)
     result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
+    print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
+
+
+def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], instances: list[Instance], label: str,
+              model: str, seed: int, no_cache: bool, run_dir: Path) -> None:
+    from ..report import print_summary
+
     first_id, last_id = instances[0].id, instances[-1].id
     title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
     print_summary(out, result.summaries, title, labels={s.canonical: spec for s, spec in zip(strategies, specs)})
@@ -260,3 +284,51 @@ def run(
         f"{result.wall_seconds:.1f} s; records in {run_dir}/"
     )
     out.print(view_hint(run_dir), highlight=False, markup=False)
+
+
+def run_job_on_ray(
+    job: Job, *, model: str, base_url: str | None, api_key: str | None, cache: Path | None, use_cache: bool,
+    threads: str | None, concurrency: int | None, deployment: str | None, retry_budget: float | None,
+    where: ExecutorChoice,
+) -> RunResult:
+    """`run`'s one run directory filled by Ray workers of its model."""
+    import asyncio
+
+    from ..cluster.driver import RayExecutor, recipe
+    from ..models.llamacpp import thread_count
+    from ..paths import default_cache_path
+    from ..progress import ProgressReporter
+    from .common import _exit_interrupted
+    from .evaluate import ray_note
+
+    workers_model = recipe("main", model, base_url=base_url, api_key=api_key, concurrency=concurrency,
+                           threads=None if threads is None else thread_count(threads, "--threads"),
+                           deployment=deployment, retry_budget=retry_budget, cached=use_cache)
+    executor = RayExecutor({"main": workers_model}, address=where.address, concurrency=concurrency,
+                           cache_path=(cache or default_cache_path()) if use_cache else None,
+                           shard_size=where.shard_size)
+    total = len(job.instances) * len(job.strategies)
+    reporter = ProgressReporter(f"{job.title} x {len(job.strategies)} strategies")
+
+    async def go() -> RunResult:
+        try:
+            with reporter:
+                reporter.update(0, total)
+                await executor.start(["main"])
+                executor.on_tokens = reporter.tokens_done
+
+                def landed(_job: Job) -> None:
+                    reporter.update(total - job.left, total)
+
+                await executor.run([job], landed)
+        finally:
+            await executor.aclose()
+        assert job.result is not None
+        return job.result
+
+    try:
+        result = asyncio.run(go())
+    except KeyboardInterrupt:
+        _exit_interrupted(job.run_dir)
+    err.print(ray_note(executor), highlight=False)
+    return result

@@ -28,6 +28,7 @@ from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experime
 from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
 
 if TYPE_CHECKING:
+    from ..cluster.driver import RayExecutor
     from .results import CellResult
 
 SPEC_FILE = "experiment.json"
@@ -330,22 +331,32 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
 
 async def run_eval(
     experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None = None,
-    plans: list[CellPlan] | None = None,
+    plans: list[CellPlan] | None = None, executor: RayExecutor | None = None,
 ) -> EvalResult:
     """Run every cell (of `plans`, default: planned here) within budget, write the
-    experiment's results files, then its report's (a paper's tables), if it names one."""
+    experiment's results files, then its report's (a paper's tables), if it names one.
+    With `executor` (started), the cells run on its Ray workers, not on `models`."""
     from ..models.counting import CountingModel
     from .results import write_results
 
     started = time.perf_counter()
     plans = plans if plans is not None else plan(experiment, out_dir)
     write_spec(out_dir, experiment)
-    counted = {name: CountingModel(m) for name, m in models.items()}
-    stopped, new = await run_cells(experiment, plans, counted, progress)
+    if executor is None:
+        counted = {name: CountingModel(m) for name, m in models.items()}
+        stopped, new = await run_cells(experiment, plans, counted, progress)
+        elsewhere = 0
+    else:
+        from ..cluster.cells import run_cells_on_ray
+
+        stopped, new = await run_cells_on_ray(experiment, plans, executor, progress)
+        # A report's own calls go to the workers too, through the driver's cache.
+        counted = {name: CountingModel(executor.driver_model(name)) for name in executor.lanes}
+        elsewhere = executor.backend_calls
     incomplete = [p.cell.title for p in plans if p.finished() < p.planned]
     result = EvalResult(
         out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
-        backend_calls=sum(m.backend_calls for m in counted.values()),
+        backend_calls=elsewhere + sum(m.backend_calls for m in counted.values()),
         wall_seconds=round(time.perf_counter() - started, 3),
     )
     result.rows = write_results(experiment, result)
@@ -355,7 +366,7 @@ async def run_eval(
         from .reports import run_report
 
         result.report_files = await run_report(experiment, result, counted, progress)
-        result.backend_calls = sum(m.backend_calls for m in counted.values())
+        result.backend_calls = elsewhere + sum(m.backend_calls for m in counted.values())
         result.wall_seconds = round(time.perf_counter() - started, 3)
     return result
 

@@ -104,18 +104,8 @@ async def run_experiment(
     trajectories (not the ones replayed from the cache), whatever the model. `role_models`
     gives roles to other models (see run_episode); their identities are part of the run."""
     started = time.perf_counter()
-    for strategy in strategies:
-        strategy.check_domain(domain)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _check_config(out_dir, {
-        "model_name": model.name, **(config or {}), "model_identity": model.identity, "domain": domain.name,
-        "seed": seed, "roles": {r: m.identity for r, m in sorted((role_models or {}).items())},
-    })
-    traj_path = out_dir / TRAJECTORIES
-    done = {t.key: t for t in load_trajectories(traj_path)}
-    todo = [
-        (s, inst) for s in strategies for inst in instances if (s.canonical, inst.id, seed) not in done
-    ]
+    roles = {r: m.identity for r, m in (role_models or {}).items()}
+    done, todo = open_run(out_dir, model.name, model.identity, domain, strategies, instances, seed, config, roles)
     total = len(strategies) * len(instances)
     finished = total - len(todo)
     if on_progress:
@@ -123,7 +113,7 @@ async def run_experiment(
     semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
     # Appends and fsyncs on its own thread, a batch at a time: the loop keeps serving the
     # model calls in flight while a record goes to disk.
-    writer = RecordWriter(traj_path)
+    writer = RecordWriter(out_dir / TRAJECTORIES)
     new: list[Trajectory] = []
 
     async def one(strategy: Strategy, instance: Instance) -> None:
@@ -148,7 +138,33 @@ async def run_experiment(
         raise
     finally:
         await writer.aclose()
+    return finish_run(out_dir, strategies, instances, seed, done, new, started)
 
+
+def open_run(
+    out_dir: Path, model_name: str, model_identity: str, domain: Domain, strategies: list[Strategy],
+    instances: list[Instance], seed: int, config: Mapping[str, object] | None, role_identities: Mapping[str, str],
+) -> tuple[dict[tuple[str, str, int], Trajectory], list[tuple[Strategy, Instance]]]:
+    """Check (or record) the run's settings in `out_dir` and return what it already
+    holds, by trajectory key, and the (strategy, instance) pairs left to run: the part
+    of a run every executor shares, so their run directories are the same."""
+    for strategy in strategies:
+        strategy.check_domain(domain)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_config(out_dir, {
+        "model_name": model_name, **(config or {}), "model_identity": model_identity, "domain": domain.name,
+        "seed": seed, "roles": dict(sorted(role_identities.items())),
+    })
+    done = {t.key: t for t in load_trajectories(out_dir / TRAJECTORIES)}
+    todo = [(s, inst) for s in strategies for inst in instances if (s.canonical, inst.id, seed) not in done]
+    return done, todo
+
+
+def finish_run(
+    out_dir: Path, strategies: list[Strategy], instances: list[Instance], seed: int,
+    done: Mapping[tuple[str, str, int], Trajectory], new: list[Trajectory], started: float,
+) -> RunResult:
+    """The run's summaries over what it held and what it added, also written to summary.json."""
     all_done = {**done, **{t.key: t for t in new}}
     summaries = [
         summarise(s.canonical, (all_done[(s.canonical, i.id, seed)] for i in instances)) for s in strategies
@@ -157,7 +173,7 @@ async def run_experiment(
         out_dir=out_dir,
         summaries=summaries,
         new_trajectories=len(new),
-        reused_trajectories=total - len(todo),
+        reused_trajectories=len(strategies) * len(instances) - len(new),
         backend_calls=sum(not call.cached for t in new for call in t.calls),
         wall_seconds=round(time.perf_counter() - started, 3),
     )

@@ -16,6 +16,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,21 +122,36 @@ class CachedModel:
         for c in found.values():
             c.cached = True
         self.stats.hits += len(found)
-        for start, length in _missing_runs(wanted, found):
-            fresh = await self.inner.generate(messages, params.with_(n=length, sample_offset=start))
-            if len(fresh) != length:
-                raise VeriloopError(
-                    f"model {self.name!r} returned {len(fresh)} completions when asked for {length} (params.n); "
-                    "a model must return exactly params.n completions"
-                )
+
+        async def store(start: int, fresh: list[Completion]) -> None:
             await self.cache.aput(key, start, fresh)
             self.stats.backend_calls += len(fresh)
-            found.update({start + i: c for i, c in enumerate(fresh)})
+
+        await generate_missing(self.inner, messages, params, found, store)
         return [found[i] for i in wanted]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
         await self.cache.aclose()
+
+
+async def generate_missing(
+    inner: Model, messages: list[Message], params: GenParams, found: dict[int, Completion],
+    store: Callable[[int, list[Completion]], Awaitable[None]],
+) -> None:
+    """Ask `inner` for the samples of `params` missing from `found` (by sample index), one
+    call per run of consecutive indices; add them to `found`, and `store(first index,
+    completions)` each run before asking for the next (a crash keeps what was made)."""
+    wanted = range(params.sample_offset, params.sample_offset + params.n)
+    for start, length in _missing_runs(wanted, found):
+        fresh = await inner.generate(messages, params.with_(n=length, sample_offset=start))
+        if len(fresh) != length:
+            raise VeriloopError(
+                f"model {inner.name!r} returned {len(fresh)} completions when asked for {length} (params.n); "
+                "a model must return exactly params.n completions"
+            )
+        await store(start, fresh)
+        found.update({start + i: c for i, c in enumerate(fresh)})
 
 
 def _missing_runs(wanted: range, found: dict[int, Completion]) -> list[tuple[int, int]]:
