@@ -237,6 +237,11 @@ EXAMPLES: dict[str, Example] = {
         "--tasks gsm8k",
         writes=tuple(f"runs/reproduce-critic-{SMALL}-n1-seed0/{name}" for name in ("critic.md", "reproduction.json")),
     ),
+    # Ray: the finished experiment, resumed by the Ray executor (its own cluster, then one `ray start` runs).
+    "judges.toml --executor ray --out runs/judges": Example(prints=("0 new trajectories, 0 backend calls",)),
+    "ray start --head": Example(),
+    "--executor ray --address auto": Example(prints=("0 new trajectories, 0 backend calls",)),
+    "ray stop": Example(),
     # SelfCheck.
     '-s "selfcheck:n=5"': Example(add=RUN, swap=(("selfcheck:n=5", "selfcheck:n=1,max_steps=1"),),
                                   check=summary(f"runs/gsm8k-cot-{SMALL}-seed0", "selfcheck", "selfcheck")),

@@ -276,6 +276,9 @@ async def aeval_experiment(
     models: Mapping[str, ModelSpec] | None = None,
     cache: bool | str | Path = True,
     progress: bool | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    shard_size: int | None = None,
 ) -> EvalResult:
     """The async twin of `eval_experiment`."""
     from .experiment.engine import Progress, load_models, models_needed, plan, run_eval
@@ -293,9 +296,23 @@ async def aeval_experiment(
     if unknown:
         raise VeriloopError(f"models= names {', '.join(unknown)}, not under the experiment's models: "
                             f"{', '.join(spec.models)}")
+    if executor not in ("local", "ray"):
+        raise VeriloopError(f"executor={executor!r}: choose 'local' or 'ray'")
     target = Path(out)
     plans = plan(spec, target)
     names = models_needed(spec, plans)
+    if executor == "ray":
+        from .cluster import require_ray
+        from .cluster.cells import eval_on_ray
+        from .paths import default_cache_path
+
+        require_ray()
+        cache_path = None if cache is False else default_cache_path() if cache is True else Path(cache)
+        with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
+            return await eval_on_ray(spec, target, plans, names, Progress(bar.update_stage, bar.tokens_done),
+                                     address=address, shard_size=shard_size, cache_path=cache_path, given=models)
+    if address is not None or shard_size is not None:
+        raise VeriloopError("address= and shard_size= go with executor='ray'")
     loaded = load_models(spec, names, cache_path=None if isinstance(cache, bool) else Path(cache),
                          use_cache=cache is not False, given=models)
     try:
@@ -318,7 +335,10 @@ def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **o
     per cell; results.csv/.md/.json and frontier.png). `overrides`: `key=value` items as
     with `--set`. `models`: models by their name in the experiment, to use instead of
     their `id` (your own function, object or client). `cache`: True for the default call
-    cache, a path for another, False for none."""
+    cache, a path for another, False for none. `executor="ray"` runs the cells on a Ray
+    cluster (the one already initialised, else `address`: "auto", "ray://HOST:PORT", or
+    None for a local one), `shard_size` instances per shard; `.cluster` then says what
+    the workers did."""
     return _run_sync(aeval_experiment(experiment, **options), "aeval_experiment")
 
 

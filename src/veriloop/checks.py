@@ -111,6 +111,11 @@ def is_check_function(obj: object) -> bool:
     return callable(obj) and not hasattr(obj, "verify")
 
 
+# Modules loaded from a check's file: no other process can import them by name, so a Ray
+# worker gets their functions by value (the driver registers them with Ray's pickler).
+CHECK_FILES: set[str] = set()
+
+
 def load_check(spec: str) -> Callable[..., Any]:
     """The function named by `pkg.module:function` or `python:path/to/file.py:function`."""
     if spec.startswith("python:"):
@@ -135,6 +140,7 @@ def load_check(spec: str) -> Callable[..., Any]:
         except Exception as exc:
             del sys.modules[module_name]
             raise VeriloopError(f"--check {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from None
+        CHECK_FILES.add(module_name)
     else:
         module_path, sep, attr = spec.partition(":")
         if not sep or not module_path or not attr:

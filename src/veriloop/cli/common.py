@@ -242,6 +242,10 @@ class ExecutorChoice:
         if self.executor == "local" and (self.address is not None or self.shard_size is not None):
             given = "--address" if self.address is not None else "--shard-size"
             raise VeriloopError(f"{given} goes with --executor ray")
+        if self.executor == "ray":
+            from ..cluster import require_ray
+
+            require_ray()  # before any work: without the extra, say how to install it
 
     @property
     def ray(self) -> bool:

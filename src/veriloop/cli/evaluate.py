@@ -12,7 +12,6 @@ from ..errors import VeriloopError
 from .common import ExecutorChoice, Opt, _exit_interrupted, err, interrupts_deferred, out, view_hint
 
 if TYPE_CHECKING:
-    from ..cluster.driver import RayExecutor
     from ..experiment.engine import CellPlan, EvalResult, Progress
     from ..experiment.spec import Experiment
     from ..progress import ProgressReporter
@@ -123,40 +122,23 @@ def run_on_ray(
     """The cells on Ray workers (started here, stopped on the way out, Ctrl-C included)."""
     import asyncio
 
-    from ..cluster.driver import RayExecutor, model_recipes
-    from ..experiment.engine import run_eval
+    from ..cluster.cells import eval_on_ray
     from ..paths import default_cache_path
 
-    recipes = model_recipes(spec, names, use_cache=use_cache, api_keys=api_keys)
-    executor = RayExecutor(recipes, address=choice.address, concurrency=spec.concurrency,
-                           cache_path=(cache or default_cache_path()) if use_cache else None,
-                           shard_size=choice.shard_size)
-
     async def go() -> EvalResult:
-        try:
-            with reporter:
-                reporter.update_stage(f"starting Ray workers for {', '.join(names)}", 0, 0)
-                await executor.start(names)
-                return await run_eval(spec, target, {}, progress, plans, executor=executor)
-        finally:
-            await executor.aclose()
+        with reporter:
+            return await eval_on_ray(spec, target, plans, names, progress, address=choice.address,
+                                     shard_size=choice.shard_size,
+                                     cache_path=(cache or default_cache_path()) if use_cache else None,
+                                     api_keys=api_keys)
 
     try:
         result = asyncio.run(go())
     except KeyboardInterrupt:
         _exit_interrupted(target)
-    err.print(ray_note(executor), highlight=False)
+    if result.cluster is not None:
+        err.print(result.cluster.note(), highlight=False)
     return result
-
-
-def ray_note(executor: RayExecutor) -> str:
-    """What the cluster did, in a line: its workers, and any it lost on the way."""
-    workers = sum(len(lane.workers) for lane in executor.lanes.values())
-    note = f"ran on {workers} Ray worker{'s' if workers != 1 else ''}"
-    if executor.worker_failures:
-        note += (f"; {executor.worker_failures} worker failure(s), {executor.requeued} trajectories re-run elsewhere, "
-                 f"{executor.duplicates} duplicates dropped")
-    return note
 
 
 def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:

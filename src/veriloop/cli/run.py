@@ -299,7 +299,6 @@ def run_job_on_ray(
     from ..paths import default_cache_path
     from ..progress import ProgressReporter
     from .common import _exit_interrupted
-    from .evaluate import ray_note
 
     workers_model = recipe("main", model, base_url=base_url, api_key=api_key, concurrency=concurrency,
                            threads=None if threads is None else thread_count(threads, "--threads"),
@@ -330,5 +329,5 @@ def run_job_on_ray(
         result = asyncio.run(go())
     except KeyboardInterrupt:
         _exit_interrupted(job.run_dir)
-    err.print(ray_note(executor), highlight=False)
+    err.print(executor.stats().note(), highlight=False)
     return result

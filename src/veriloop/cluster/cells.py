@@ -2,10 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
 from ..experiment.budget import Meter, Usage, usage_of
-from ..experiment.engine import CellPlan, Progress, price_of, recorded_in
+from ..experiment.engine import CellPlan, EvalResult, Progress, price_of, recorded_in, run_eval
 from ..experiment.spec import ROLE_CALLS, Experiment
-from .driver import Job, RayExecutor
+from ..models.base import Model
+from .driver import ClusterStats, Job, RayExecutor, model_recipes
+
+
+async def eval_on_ray(
+    experiment: Experiment, out_dir: Path, plans: list[CellPlan], names: list[str], progress: Progress | None, *,
+    address: str | None = None, shard_size: int | None = None, cache_path: Path | None = None,
+    api_keys: Mapping[str, str] | None = None, given: Mapping[str, Any] | None = None,
+) -> EvalResult:
+    """`run_eval` with the cells on Ray workers of the `names` models, started here and
+    stopped on the way out (cancellation included). `cache_path` None: no call cache."""
+    recipes = model_recipes(experiment, names, use_cache=cache_path is not None, api_keys=api_keys, given=given)
+    executor = RayExecutor(recipes, address=address, concurrency=experiment.concurrency, cache_path=cache_path,
+                           shard_size=shard_size)
+    try:
+        if progress and progress.update:
+            progress.update(f"starting Ray workers for {', '.join(names)}", 0, 0)
+        await executor.start(names)
+        return await run_eval(experiment, out_dir, {}, progress, plans, executor=RayCells(executor))
+    finally:
+        await executor.aclose()
+
+
+class RayCells:
+    """The engine's CellExecutor on a started RayExecutor."""
+
+    def __init__(self, executor: RayExecutor) -> None:
+        self.executor = executor
+
+    @property
+    def backend_calls(self) -> int:
+        return self.executor.backend_calls
+
+    async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
+                        progress: Progress | None) -> tuple[str | None, int]:
+        return await run_cells_on_ray(experiment, plans, self.executor, progress)
+
+    def report_models(self) -> dict[str, Model]:
+        return {name: self.executor.driver_model(name) for name in self.executor.lanes}
+
+    def stats(self) -> ClusterStats:
+        return self.executor.stats()
 
 
 def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[Job]:

@@ -97,6 +97,23 @@ class Lane:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(frozen=True)
+class ClusterStats:
+    """What a run on Ray did besides its trajectories."""
+
+    workers: int
+    worker_failures: int  # shards whose worker died (or was restarted) before they ended
+    requeued: int  # trajectories those shards had not sent, run again elsewhere
+    duplicates: int  # trajectories received twice and written once
+
+    def note(self) -> str:
+        note = f"ran on {self.workers} Ray worker{'s' if self.workers != 1 else ''}"
+        if self.worker_failures:
+            note += (f"; {self.worker_failures} shard(s) lost with their worker, {self.requeued} trajectories "
+                     f"re-run, {self.duplicates} duplicates dropped")
+        return note
+
+
 class WorkerLost(Exception):
     """The worker running a shard died (or was restarted) before the shard ended."""
 
@@ -193,6 +210,10 @@ class RayExecutor:
             if len(identities) > 1:
                 raise VeriloopError(f"the workers of model {name} loaded different weights: {sorted(identities)}")
 
+    def stats(self) -> ClusterStats:
+        return ClusterStats(sum(len(lane.workers) for lane in self.lanes.values()), self.worker_failures,
+                            self.requeued, self.duplicates)
+
     def describe(self, name: str) -> dict[str, Any]:
         return self.lanes[name].workers[0].description
 
@@ -233,6 +254,12 @@ class RayExecutor:
         """Run every job's trajectories left to run; each job's `result` is set once the
         last of them is on disk (unless a budget stopped it)."""
         ray = require_ray()
+        import sys
+
+        from ..checks import CHECK_FILES
+
+        for module in CHECK_FILES:
+            ray.cloudpickle.register_pickle_by_value(sys.modules[module])
         self._jobs = jobs
         self._on_trajectory = on_trajectory
         for index, job in enumerate(jobs):
@@ -243,8 +270,15 @@ class RayExecutor:
         serving = asyncio.create_task(self._serve())
         slots = [asyncio.create_task(self._slot(lane, worker))
                  for lane in self.lanes.values() for worker in lane.workers for _ in range(SHARDS_PER_WORKER)]
+        every_slot = asyncio.gather(*slots)
         try:
-            await asyncio.gather(*slots)
+            # The workers wait on the driver's answers: if serving them fails, stop.
+            watched: set[asyncio.Future[Any]] = {every_slot, serving}
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            if serving.done():
+                serving.result()
+                raise VeriloopError("the driver stopped answering its workers")
+            await every_slot
         except BaseException:
             for task in slots:
                 task.cancel()
@@ -306,7 +340,9 @@ class RayExecutor:
                 if shard.pending and job.stopped is None and self.stopped is None:
                     self.requeued += len(shard.pending)
                     lane.queue.appendleft(shard)
-                if worker.failures > self.max_restarts:
+                # Each death fails every shard the worker held; once its restarts are spent,
+                # every shard sent to it fails at once, and it is given up.
+                if worker.failures > (self.max_restarts + 1) * SHARDS_PER_WORKER:
                     worker.dead = True
                     if all(w.dead for w in lane.workers):
                         raise VeriloopError(f"every worker of model {worker.model} died: {exc}") from None
@@ -432,7 +468,8 @@ def _keep_open(model: CachedModel) -> Callable[[], Any]:
     return aclose
 
 
-def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool, api_keys: Mapping[str, str] | None = None,
+def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,
+                  api_keys: Mapping[str, str] | None = None,
                   given: Mapping[str, Any] | None = None) -> dict[str, ModelRecipe]:
     """How the workers load the experiment's models (the driver resolves the API keys, so
     a worker needs none in its environment)."""

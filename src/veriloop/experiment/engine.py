@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import __version__
 from ..domains.base import Domain, Instance
@@ -28,7 +28,7 @@ from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experime
 from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
 
 if TYPE_CHECKING:
-    from ..cluster.driver import RayExecutor
+    from ..cluster.driver import ClusterStats
     from .results import CellResult
 
 SPEC_FILE = "experiment.json"
@@ -190,6 +190,23 @@ class EvalResult:
     wall_seconds: float
     rows: list[CellResult] = field(default_factory=list)  # one per cell, as in results.csv
     report_files: list[str] = field(default_factory=list)  # the experiment's report wrote them (in out_dir)
+    cluster: ClusterStats | None = None  # under --executor ray: its workers, and those it lost
+
+
+class CellExecutor(Protocol):
+    """Somewhere else to run the cells (cluster.cells.RayCells): it writes the same run
+    directories as `run_cells`, and serves a report's models."""
+
+    @property
+    def backend_calls(self) -> int:
+        """Samples its backends generated for the cells (not the report's: those are counted here)."""
+
+    async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
+                        progress: Progress | None) -> tuple[str | None, int]: ...
+
+    def report_models(self) -> dict[str, Model]: ...
+
+    def stats(self) -> ClusterStats: ...
 
 
 class Progress:
@@ -331,11 +348,11 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
 
 async def run_eval(
     experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None = None,
-    plans: list[CellPlan] | None = None, executor: RayExecutor | None = None,
+    plans: list[CellPlan] | None = None, executor: CellExecutor | None = None,
 ) -> EvalResult:
     """Run every cell (of `plans`, default: planned here) within budget, write the
     experiment's results files, then its report's (a paper's tables), if it names one.
-    With `executor` (started), the cells run on its Ray workers, not on `models`."""
+    With `executor` (started), the cells run there (on a cluster's workers), not on `models`."""
     from ..models.counting import CountingModel
     from .results import write_results
 
@@ -345,19 +362,17 @@ async def run_eval(
     if executor is None:
         counted = {name: CountingModel(m) for name, m in models.items()}
         stopped, new = await run_cells(experiment, plans, counted, progress)
-        elsewhere = 0
     else:
-        from ..cluster.cells import run_cells_on_ray
-
-        stopped, new = await run_cells_on_ray(experiment, plans, executor, progress)
-        # A report's own calls go to the workers too, through the driver's cache.
-        counted = {name: CountingModel(executor.driver_model(name)) for name in executor.lanes}
-        elsewhere = executor.backend_calls
+        stopped, new = await executor.run_cells(experiment, plans, progress)
+        # A report's own calls go to the executor's workers too.
+        counted = {name: CountingModel(m) for name, m in executor.report_models().items()}
+    elsewhere = executor.backend_calls if executor is not None else 0
     incomplete = [p.cell.title for p in plans if p.finished() < p.planned]
     result = EvalResult(
         out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
         backend_calls=elsewhere + sum(m.backend_calls for m in counted.values()),
         wall_seconds=round(time.perf_counter() - started, 3),
+        cluster=executor.stats() if executor is not None else None,
     )
     result.rows = write_results(experiment, result)
     # A report over an experiment that a budget stopped would mix finished and missing
@@ -366,7 +381,8 @@ async def run_eval(
         from .reports import run_report
 
         result.report_files = await run_report(experiment, result, counted, progress)
-        result.backend_calls = elsewhere + sum(m.backend_calls for m in counted.values())
+        result.backend_calls = (executor.backend_calls if executor is not None else 0) + sum(
+            m.backend_calls for m in counted.values())
         result.wall_seconds = round(time.perf_counter() - started, 3)
     return result
 
