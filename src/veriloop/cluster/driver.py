@@ -27,7 +27,7 @@ from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached, Meter, Usage
 from ..experiment.jsonl import RecordWriter
-from ..experiment.runner import TRAJECTORIES, RunResult, finish_run, open_run
+from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
 from ..models.cache import CachedModel, CallCache
 from ..progress import count_calls
@@ -150,6 +150,7 @@ class RayExecutor:
         self.stopped: str | None = None  # the experiment's budget, once spent
         self.on_tokens: Callable[[int], None] | None = None
         self._streams: set[Any] = set()
+        self._actors: list[Any] = []
         self._jobs: list[Job] = []
         self._job_refs: list[Any] = []
         self._on_trajectory: Callable[[Job], None] | None = None
@@ -191,6 +192,7 @@ class RayExecutor:
                     name=f"worker-{run_id}-{name}-{node[:8]}", namespace=NAMESPACE,
                 ).remote(recipe, self.concurrency, self.relay)
                 pending.append((name, node, handle))
+                self._actors.append(handle)
         try:
             descriptions = await asyncio.wait_for(
                 asyncio.gather(*(handle.describe.remote() for _, _, handle in pending)), self.start_timeout)
@@ -223,8 +225,7 @@ class RayExecutor:
         lane = self.lanes[name]
         model: Model = ActorModel(lane.workers[0].handle, lane.workers[0].description)
         if self.cache is not None and self.recipes[name].cached:
-            model = CachedModel(model, self.cache)
-            model.aclose = _keep_open(model)  # type: ignore[method-assign]  # the executor closes the cache
+            model = CachedModel(model, self.cache, owns_cache=False)
         return model
 
     async def aclose(self) -> None:
@@ -235,9 +236,8 @@ class RayExecutor:
                 ray.cancel(stream)
             except Exception:  # noqa: BLE001  # a stream that already ended
                 pass
-        for lane in self.lanes.values():
-            for worker in lane.workers:
-                ray.kill(worker.handle, no_restart=True)
+        for handle in self._actors:  # every worker started, loaded or not
+            ray.kill(handle, no_restart=True)
         if self.relay is not None:
             ray.kill(self.relay, no_restart=True)
         for job in self._jobs:
@@ -280,13 +280,10 @@ class RayExecutor:
                 raise VeriloopError("the driver stopped answering its workers")
             await every_slot
         except BaseException:
-            for task in slots:
-                task.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
+            await cancel_and_wait(slots)
             raise
         finally:
-            serving.cancel()
-            await asyncio.gather(serving, return_exceptions=True)
+            await cancel_and_wait([serving])
             for job in jobs:
                 if job.writer is not None:
                     await job.writer.aclose()
@@ -459,13 +456,6 @@ def _cause(exc: BaseException) -> BaseException:
     if isinstance(cause, BaseException):
         return cause
     return exc
-
-
-def _keep_open(model: CachedModel) -> Callable[[], Any]:
-    async def aclose() -> None:
-        await model.inner.aclose()
-
-    return aclose
 
 
 def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,

@@ -18,7 +18,7 @@ from typing import Any
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached
-from ..experiment.runner import run_episode
+from ..experiment.runner import cancel_and_wait, run_episode
 from ..models.base import Completion, GenParams, Model
 from ..models.cache import call_key, generate_missing
 from ..records import Message, Trajectory
@@ -182,6 +182,4 @@ class ModelWorker:
                     return
                 yield trajectory
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)

@@ -11,9 +11,10 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..domains.base import Domain, Instance
 from ..episode import Episode
@@ -132,13 +133,19 @@ async def run_experiment(
     try:
         await asyncio.gather(*tasks)
     except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
         raise
     finally:
         await writer.aclose()
     return finish_run(out_dir, strategies, instances, seed, done, new, started)
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel the tasks and wait until each has ended (what they raise is theirs)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def open_run(

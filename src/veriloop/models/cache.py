@@ -106,9 +106,10 @@ class CacheStats:
 class CachedModel:
     """A Model that answers from the cache and asks the wrapped backend only for misses."""
 
-    def __init__(self, inner: Model, cache: CallCache) -> None:
+    def __init__(self, inner: Model, cache: CallCache, owns_cache: bool = True) -> None:
         self.inner = inner
         self.cache = cache
+        self.owns_cache = owns_cache  # False: the cache is shared, and closed by its owner
         self.stats = CacheStats()
         self.backend = inner.backend
         self.identity = inner.identity
@@ -132,7 +133,8 @@ class CachedModel:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-        await self.cache.aclose()
+        if self.owns_cache:
+            await self.cache.aclose()
 
 
 async def generate_missing(
