@@ -175,7 +175,8 @@ class RayExecutor:
         if self.cache_path is not None:
             self.cache = CallCache(self.cache_path)
         run_id = uuid.uuid4().hex[:8]
-        self.relay = ray.remote(num_cpus=0)(Relay).options(name=f"relay-{run_id}", namespace=NAMESPACE).remote()
+        relay_name = f"relay-{run_id}"
+        self.relay = ray.remote(num_cpus=0)(Relay).options(name=relay_name, namespace=NAMESPACE).remote()
         nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
         if not nodes:
             raise VeriloopError("the Ray cluster has no live node with a CPU to run workers on")
@@ -190,7 +191,7 @@ class RayExecutor:
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
                     max_restarts=self.max_restarts, max_task_retries=0,
                     name=f"worker-{run_id}-{name}-{node[:8]}", namespace=NAMESPACE,
-                ).remote(recipe, self.concurrency, self.relay)
+                ).remote(recipe, self.concurrency, relay_name, NAMESPACE)
                 pending.append((name, node, handle))
                 self._actors.append(handle)
         try:

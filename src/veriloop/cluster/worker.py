@@ -133,10 +133,14 @@ class ModelWorker:
     """One model, loaded once, on one node; runs shards of the jobs whose generator it
     is, `concurrency` trajectories at once over all of them (default: the model's own)."""
 
-    def __init__(self, recipe: ModelRecipe, concurrency: int | None, relay: Any) -> None:
+    def __init__(self, recipe: ModelRecipe, concurrency: int | None, relay: str, namespace: str) -> None:
+        import ray
+
         self.recipe = recipe
         self.model = recipe.load()
-        self.relay = relay
+        # Found by name, not handed over: a restarted worker then needs nothing from the
+        # object store to come back.
+        self.relay = ray.get_actor(relay, namespace=namespace)
         self.slots = asyncio.Semaphore(concurrency or self.model.preferred_concurrency)
         self.tools: dict[int, Toolbox | None] = {}
 
