@@ -252,6 +252,30 @@ def test_a_budget_stops_the_cluster_where_it_stops_locally_and_a_higher_cap_fini
     assert [r.model_calls for r in finished.rows] == [r.model_calls for r in local.rows]
 
 
+@pytest.mark.model
+@pytest.mark.ray
+def test_a_report_scores_text_on_the_worker_as_the_model_scores_it_here(ray_cluster, smollm2) -> None:
+    """A report's perplexities (CRITIC's Table 5) come from the worker's model, under the
+    driver's cache, as the backend in this process gives them."""
+    from veriloop.cluster.driver import recipe
+    from veriloop.models.counting import innermost
+
+    messages = [{"role": "user", "content": "What is 2 + 3? Reply with the number only."}]
+
+    async def on_the_worker() -> list:
+        executor = RayExecutor({"small": recipe("small", "smollm2-135m")}, cache_path=None)
+        try:
+            await executor.start(["small"])
+            return await innermost(executor.driver_model("small")).score(messages, "5, of course")
+        finally:
+            await executor.aclose()
+
+    there = asyncio.run(on_the_worker())
+    here = asyncio.run(smollm2.score(messages, "5, of course"))
+    assert [t.token for t in there] == [t.token for t in here] and len(here) >= 3
+    assert [t.logprob for t in there] == pytest.approx([t.logprob for t in here], abs=1e-4)
+
+
 def ray_processes() -> set[int]:
     proc = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
     markers = ("gcs_server", "raylet", "ray::", "default_worker.py", "ray/dashboard", "log_monitor.py")

@@ -100,9 +100,10 @@ class Opt:
         "executor resumes the other's run). Needs the extra veriloop[ray].",
     )]
     Address = Annotated[str | None, typer.Option(
-        metavar="auto|ray://HOST:PORT",
-        help="With --executor ray: the cluster to join (auto: the one `ray start` runs here; ray://HOST:PORT: a "
-        "remote head's client port). Default: start a local cluster on this machine's CPUs for this run.",
+        metavar="auto|HOST:PORT|ray://HOST:PORT",
+        help="With --executor ray: the cluster to join (auto: the one `ray start` runs on this machine; HOST:PORT: "
+        "its head's address; ray://HOST:PORT: a remote head's client port). Default: start a local cluster on this "
+        "machine's CPUs for this run.",
     )]
     ShardSize = Annotated[int | None, typer.Option(
         metavar="N", min=1,

@@ -19,7 +19,7 @@ from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached
 from ..experiment.runner import cancel_and_wait, run_episode
-from ..models.base import Completion, GenParams, Model
+from ..models.base import Completion, GenParams, Model, TokenLogprob
 from ..models.cache import call_key, generate_missing
 from ..records import Message, Trajectory
 from ..tools.base import Toolbox
@@ -113,7 +113,8 @@ class RelayedModel:
 
 
 class ActorModel:
-    """A model held by another worker (a judge on its own actor), called through Ray."""
+    """A model held by another worker (a judge on its own actor), called through Ray.
+    It scores text (`score`, for a report's perplexities) when the worker's model can."""
 
     def __init__(self, handle: Any, description: dict[str, Any]) -> None:
         self.handle = handle
@@ -121,9 +122,14 @@ class ActorModel:
         self.identity = description["identity"]
         self.name = description["name"]
         self.preferred_concurrency = description["preferred_concurrency"]
+        if description.get("scores"):
+            self.score = self._score
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         return [Completion.from_json(c) for c in await self.handle.generate.remote(messages, params)]
+
+    async def _score(self, messages: list[Message], continuation: str) -> list[TokenLogprob]:
+        return list(await self.handle.score.remote(messages, continuation))
 
     async def aclose(self) -> None:
         pass
@@ -149,10 +155,15 @@ class ModelWorker:
 
         return {"name": self.model.name, "backend": self.model.backend, "identity": self.model.identity,
                 "preferred_concurrency": self.model.preferred_concurrency, "pid": os.getpid(),
+                "scores": hasattr(self.model, "score"),
                 "node": ray.get_runtime_context().get_node_id()}
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[dict[str, Any]]:
         return [c.to_json() for c in await self.model.generate(messages, params)]
+
+    async def score(self, messages: list[Message], continuation: str) -> list[TokenLogprob]:
+        scored: list[TokenLogprob] = await self.model.score(messages, continuation)  # type: ignore[attr-defined]
+        return scored
 
     async def run_shard(
         self, job: JobSpec, items: list[tuple[str, Instance]], peers: dict[str, tuple[Any, dict[str, Any]]],
