@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from servers import SECRET
 from test_cli import assert_one_line_error
+from test_terminal_output import instant_server  # noqa: F401  (a fixture)
 
 import veriloop
 from veriloop.cluster.driver import Job, RayExecutor
@@ -274,6 +276,30 @@ def test_a_report_scores_text_on_the_worker_as_the_model_scores_it_here(ray_clus
     here = asyncio.run(smollm2.score(messages, "5, of course"))
     assert [t.token for t in there] == [t.token for t in here] and len(here) >= 3
     assert [t.logprob for t in there] == pytest.approx([t.logprob for t in here], abs=1e-4)
+
+
+@pytest.mark.ray
+def test_a_reproduction_and_its_report_on_ray_write_the_local_tables(
+        tmp_path, ray_cluster, shared_data, instant_server) -> None:  # noqa: F811  (the fixture imported above)
+    """`veriloop reproduce self-verification --executor ray`: the cells on the workers, then
+    the report's own model calls (the verification study) through the driver, against a
+    scripted server; every table the same as the local executor's."""
+    args = ("reproduce", "self-verification", *instant_server, "--instances", "1", "--domains", "game24",
+            "--max-rounds", "1", "--verification-instances", "1", "--data-root", str(shared_data))
+    local = veriloop_cli(*args, "--out", "local", "--cache", "local.sqlite", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    on_ray = veriloop_cli(*args, "--out", "ray", "--cache", "ray.sqlite", "--executor", "ray", "--address",
+                          ray_cluster, cwd=tmp_path)
+    assert on_ray.returncode == 0, on_ray.stderr
+    for table in ("table1.md", "table2.md", "critique.md"):  # table1.csv also has each cell's seconds
+        assert (tmp_path / "ray" / table).read_text() == (tmp_path / "local" / table).read_text(), table
+    judged = [json.loads(line) for line in
+              (tmp_path / "ray" / "main" / "game24" / "verification-seed0" / "verification.jsonl").open()]
+    assert len(judged) >= 1
+    assert "ran on 1 Ray worker\n" in on_ray.stderr
+    # Cells that run at once may each ask the backend a call they share (the same first
+    # prompt), which one by one the later cell replays: the count is not compared.
+    assert re.fullmatch(r"\d+ backend calls; tables and figure in ray/ \(game24\)", on_ray.stdout.splitlines()[-1])
 
 
 def ray_processes() -> set[int]:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, SEARCH_URL_HELP, Opt, out, slug, tool_settings
+from .common import DEFAULT_MODEL, SEARCH_URL_HELP, ExecutorChoice, Opt, out, slug, tool_settings
 
 
 def _subset(value: str | None, known: list[str], what: str, where: str = "") -> list[str] | None:
@@ -39,7 +39,7 @@ def shipped(name: str) -> Any:
 def run_shipped(
     name: str, sets: list[str], *, transform: Callable[[Any], Any] | None = None, out_dir: Path | None = None,
     default_out: Callable[[Any], Path], dry_run: bool = False, cache: Path | None = None,
-    api_key: str | None = None, show: Callable[[Any, Any], None],
+    api_key: str | None = None, show: Callable[[Any, Any], None], executor: ExecutorChoice | None = None,
 ) -> None:
     """A reproduction as `veriloop eval` runs it: the shipped experiment file `name` with
     the command's options as --set items (then the user's own), then `transform` (what
@@ -52,7 +52,8 @@ def run_shipped(
         spec = transform(spec)
     # The key is handed to the generating models, never written into the experiment.
     keys = {model: api_key for model in spec.generator_names()} if api_key else None
-    run_experiment_file(spec, out_dir or default_out(spec), dry_run=dry_run, cache=cache, api_keys=keys, show=show)
+    run_experiment_file(spec, out_dir or default_out(spec), dry_run=dry_run, cache=cache, api_keys=keys, show=show,
+                        executor=executor)
 
 
 def _threads(threads: str | None) -> int | None:
@@ -95,6 +96,9 @@ def self_verification(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    executor: Opt.Executor = "local",
+    address: Opt.Address = None,
+    shard_size: Opt.ShardSize = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
@@ -131,7 +135,7 @@ def self_verification(
         return spec if chosen is None else only_domains(spec, chosen)
 
     run_shipped("self-verification", sets, transform=only, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show)
+                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
 
 
 def critic(
@@ -179,6 +183,9 @@ def critic(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    executor: Opt.Executor = "local",
+    address: Opt.Address = None,
+    shard_size: Opt.ShardSize = None,
 ) -> None:
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
@@ -229,7 +236,7 @@ def critic(
         _show(result.out_dir, "critic.md", result.backend_calls, "tables and figure")
 
     run_shipped("critic", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show)
+                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
 
 
 def selfcheck(
@@ -277,6 +284,9 @@ def selfcheck(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    executor: Opt.Executor = "local",
+    address: Opt.Address = None,
+    shard_size: Opt.ShardSize = None,
 ) -> None:
     """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
     for weighted and majority voting (same solutions, ± standard error), TPR/FPR at
@@ -349,4 +359,4 @@ def selfcheck(
         _show(result.out_dir, "selfcheck.md", result.backend_calls, "tables and figures")
 
     run_shipped("selfcheck", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show)
+                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
