@@ -460,3 +460,26 @@ def test_the_driver_checks_budgets_answers_from_its_cache_and_charges_every_samp
     assert meter.used.usd == pytest.approx(32 / 1e6)
     assert answers[4] == {"budget": ("experiment", "the experiment budget is spent (2 of 2 calls; max_calls)")}
     assert answers[5] == {"error": "the driver does not know the request 'rewind'"}
+
+
+def test_both_executors_read_a_models_key_from_its_variable_and_refuse_an_unset_one(monkeypatch) -> None:
+    from veriloop.cluster.driver import model_recipes
+    from veriloop.errors import VeriloopError
+    from veriloop.experiment.engine import load_models
+    from veriloop.experiment.spec import Experiment
+
+    spec = Experiment.model_validate({
+        "name": "keys", "strategies": ["standard"], "domains": [{"name": "game24"}],
+        "models": {"remote": {"id": "openai/m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "KEYS_TEST"}},
+    })
+    monkeypatch.delenv("KEYS_TEST", raising=False)
+    message = "models.remote.api_key_env names KEYS_TEST, which is not set"
+    with pytest.raises(VeriloopError, match=message):
+        model_recipes(spec, ["remote"], use_cache=False)
+    with pytest.raises(VeriloopError, match=message):
+        load_models(spec, ["remote"], use_cache=False)
+    monkeypatch.setenv("KEYS_TEST", "sk-from-the-variable")
+    assert model_recipes(spec, ["remote"], use_cache=False)["remote"].api_key == "sk-from-the-variable"
+    # a key given by name (a command's --api-key) comes first
+    assert model_recipes(spec, ["remote"], use_cache=False, api_keys={"remote": "sk-given"})["remote"].api_key \
+        == "sk-given"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached, Meter, Usage
+from ..experiment.engine import api_key_of
 from ..experiment.jsonl import RecordWriter
 from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
@@ -472,12 +473,8 @@ def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,
                                 "under Ray give it an id (a pack, a .gguf path, openai/MODEL)")
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL)")
-        api_key = (api_keys or {}).get(name)
-        if api_key is None and entry.api_key_env:
-            api_key = os.environ.get(entry.api_key_env)
-            if not api_key:
-                raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
-        recipes[name] = recipe(name, entry.id, base_url=entry.base_url, api_key=api_key, threads=entry.threads,
+        recipes[name] = recipe(name, entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys),
+                               threads=entry.threads,
                                context=entry.context, concurrency=entry.concurrency or experiment.concurrency,
                                deployment=entry.deployment, retry_budget=entry.retry_budget,
                                cached=use_cache and entry.cache)

@@ -315,7 +315,6 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
     instead of their entries' ids (anything `veriloop.model` accepts: a function, an
     object with generate(), a Model), cached like the others. `api_keys`: keys by model
     name, as a command's --api-key gives one (never written to the experiment)."""
-    import os
 
     from ..models import as_model, load_model
 
@@ -330,13 +329,8 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
                                 f"the model itself from Python (eval_experiment(..., models={{{name!r}: ...}}))")
-        api_key = (api_keys or {}).get(name)
-        if api_key is None and entry.api_key_env:
-            api_key = os.environ.get(entry.api_key_env)
-            if not api_key:
-                raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
         loaded[name] = load_model(
-            entry.id, base_url=entry.base_url, api_key=api_key, cache_path=cache_path,
+            entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys), cache_path=cache_path,
             use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
             # Without its own, a model is used at the experiment's concurrency: a server's
             # requests in flight are then bounded by it, every sample counted.
@@ -344,6 +338,20 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
             retry_budget=entry.retry_budget,
         )
     return loaded
+
+
+def api_key_of(experiment: Experiment, name: str, api_keys: Mapping[str, str] | None) -> str | None:
+    """A model's API key: given by name (a command's --api-key), else read from the
+    variable its entry names (an error when that is not set); None for neither."""
+    import os
+
+    entry = experiment.models[name]
+    api_key = (api_keys or {}).get(name)
+    if api_key is None and entry.api_key_env:
+        api_key = os.environ.get(entry.api_key_env)
+        if not api_key:
+            raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
+    return api_key
 
 
 async def run_eval(
