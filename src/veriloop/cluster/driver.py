@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached, Meter, Usage
+from ..experiment.dirlock import DirectoryHold, hold
 from ..experiment.engine import api_key_of
 from ..experiment.jsonl import RecordWriter
 from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
@@ -71,6 +72,7 @@ class Job:
     todo: int = 0
     stopped: str | None = None
     writer: RecordWriter | None = None
+    hold: DirectoryHold | None = None  # the run directory, held from _open until run() returns
     result: RunResult | None = None
     started: float = 0.0
 
@@ -245,6 +247,9 @@ class RayExecutor:
         for job in self._jobs:
             if job.writer is not None:
                 await job.writer.aclose()
+            if job.hold is not None:
+                job.hold.release()
+                job.hold = None
         if self.cache is not None:
             await self.cache.aclose()
         if self.started_ray:
@@ -264,6 +269,16 @@ class RayExecutor:
             ray.cloudpickle.register_pickle_by_value(sys.modules[module])
         self._jobs = jobs
         self._on_trajectory = on_trajectory
+        try:
+            await self._run(jobs)
+        finally:
+            for job in jobs:
+                if job.hold is not None:
+                    job.hold.release()
+                    job.hold = None
+
+    async def _run(self, jobs: list[Job]) -> None:
+        ray = require_ray()
         for index, job in enumerate(jobs):
             self._open(index, job)
             spec = JobSpec(index, job.domain_key, job.domain, job.data, {s.canonical: s for s in job.strategies},
@@ -298,6 +313,7 @@ class RayExecutor:
     def _open(self, index: int, job: Job) -> None:
         describe = self.describe(job.generator)
         roles = {role: self.describe(name)["identity"] for role, name in job.role_models.items()}
+        job.hold = hold(job.run_dir)  # as run_experiment does: one process at a time in a run directory
         job.done, todo = open_run(job.run_dir, describe["name"], describe["identity"], job.domain, job.strategies,
                                   job.instances, job.seed, job.config, roles)
         job.started = time.perf_counter()

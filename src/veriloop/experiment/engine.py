@@ -3,7 +3,8 @@
 A cell is one generator on one domain with one strategy and seed (and the models given
 roles in it). Each is run by the ordinary runner in `DIR/<model>/<domain>/<strategy>-seedS`,
 so an interrupted experiment resumes cell by cell, trajectory by trajectory, and a
-finished one re-runs without a model call. Cells run one after the other: a cell's
+finished one re-runs without a model call. `run_eval` holds the experiment's directory
+(experiment.dirlock) and each cell's run directory while it runs: one process at a time. Cells run one after the other: a cell's
 trajectories already run as many at once as its model allows.
 """
 
@@ -23,6 +24,7 @@ from ..records import Trajectory
 from ..strategies import Strategy, parse_strategy
 from ..tools.base import Toolbox
 from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
+from .dirlock import hold, refuse_if_held
 from .identity import content_sha256
 from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experiment
 from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
@@ -120,7 +122,9 @@ def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> Doma
 
 def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
     """Every cell with its domain, strategy, run directory and what it already recorded.
-    Loads data and checks each strategy against its domain, but loads no model."""
+    Loads data and checks each strategy against its domain, but loads no model; writes
+    nothing, and refuses a directory another process holds (before any model loads)."""
+    refuse_if_held(out_dir)
     domains = {key: build_domain(experiment, experiment.domain_entry(key)) for key in experiment.domain_keys()}
     defaults: dict[str, object] = {"max_rounds": experiment.max_rounds, "k": experiment.k}
     plans = []
@@ -361,6 +365,14 @@ async def run_eval(
     """Run every cell (of `plans`, default: planned here) within budget, write the
     experiment's results files, then its report's (a paper's tables), if it names one.
     With `executor` (started), the cells run there (on a cluster's workers), not on `models`."""
+    with hold(out_dir):
+        return await _run_eval_held(experiment, out_dir, models, progress, plans, executor)
+
+
+async def _run_eval_held(
+    experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None,
+    plans: list[CellPlan] | None, executor: CellExecutor | None,
+) -> EvalResult:
     from ..models.counting import CountingModel
     from .results import write_results
 

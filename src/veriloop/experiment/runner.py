@@ -3,6 +3,8 @@
 The output directory is the unit of resumption: `trajectories.jsonl` holds every finished
 (strategy, instance, seed), so an interrupted run picks up where it stopped and a finished
 run re-run makes no model call at all. A trajectory is written whole or not at all.
+A run holds its directory (experiment.dirlock) from `open_run` to `finish_run`: a second
+process on the same directory is refused, so no trajectory is written twice.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..models.base import Model
 from ..records import Trajectory
 from ..strategies.base import Strategy
 from ..tools.base import Toolbox
+from .dirlock import hold, is_held, refuse_if_held
 from .identity import check_same_run
 from .jsonl import RecordWriter, load_records
 from .metrics import StrategySummary, summarise
@@ -48,7 +51,9 @@ def load_trajectories(path: Path) -> list[Trajectory]:
 
 def check_run_dir(out_dir: Path, config: Mapping[str, object]) -> None:
     """Refuse to continue the run in `out_dir` with other settings (see
-    experiment.identity); callers may check before loading a model, with what they know."""
+    experiment.identity), or one another process holds (experiment.dirlock); callers may
+    check before loading a model, with what they know."""
+    refuse_if_held(out_dir)
     path = out_dir / CONFIG
     if path.exists():
         try:
@@ -106,6 +111,16 @@ async def run_experiment(
     gives roles to other models (see run_episode); their identities are part of the run."""
     started = time.perf_counter()
     roles = {r: m.identity for r, m in (role_models or {}).items()}
+    with hold(out_dir):
+        return await _run_held(model, domain, strategies, instances, out_dir, seed, concurrency, config, on_progress,
+                               tools, role_models, roles, started)
+
+
+async def _run_held(
+    model: Model, domain: Domain, strategies: list[Strategy], instances: list[Instance], out_dir: Path, seed: int,
+    concurrency: int | None, config: Mapping[str, object] | None, on_progress: Callable[[int, int], None] | None,
+    tools: Toolbox | None, role_models: Mapping[str, Model] | None, roles: Mapping[str, str], started: float,
+) -> RunResult:
     done, todo = open_run(out_dir, model.name, model.identity, domain, strategies, instances, seed, config, roles)
     total = len(strategies) * len(instances)
     finished = total - len(todo)
@@ -154,10 +169,12 @@ def open_run(
 ) -> tuple[dict[tuple[str, str, int], Trajectory], list[tuple[Strategy, Instance]]]:
     """Check (or record) the run's settings in `out_dir` and return what it already
     holds, by trajectory key, and the (strategy, instance) pairs left to run: the part
-    of a run every executor shares, so their run directories are the same."""
+    of a run every executor shares, so their run directories are the same. The caller
+    holds `out_dir` (experiment.dirlock.hold) until the run is finished."""
     for strategy in strategies:
         strategy.check_domain(domain)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not is_held(out_dir):
+        raise RuntimeError(f"open_run: {out_dir} is not held by this process (experiment.dirlock.hold)")
     _check_config(out_dir, {
         "model_name": model_name, **(config or {}), "model_identity": model_identity, "domain": domain.name,
         "seed": seed, "roles": dict(sorted(role_identities.items())),
