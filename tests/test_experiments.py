@@ -145,6 +145,46 @@ def test_an_experiment_file_that_is_not_there_is_named(tmp_path) -> None:
         load_experiment(tmp_path / "nope.toml")
 
 
+REFUSED_NAME = ("the name '..' cannot name a directory (each cell's directory is named after its model, domain and "
+                "strategy); rename it")
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    ({"models": {"..": {}, "judge": {"id": "openai/scripted-judge"}}}, "line 3: models...: "),  # a generator
+    ({"tasks": [{"file": "data.jsonl", "prompt": "{q}", "label": ".."}]}, "line 5: tasks.0.label: "),
+    ({"domains": [{"name": "game24", "label": ".."}], "tasks": []}, "line 6: domains.0.label: "),
+    ({"strategies": [{"spec": "standard", "label": ".."}]}, "line 2: strategies.0.label: "),
+])
+def test_a_name_that_would_leave_the_experiment_directory_is_refused_and_nothing_is_written(
+        tmp_path, edit, where) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = {**experiment(tmp_path), **edit}
+    script = Script()
+    models = {name: script.judge if name == "judge" else script.generate for name in spec["models"]}
+    with pytest.raises(VeriloopError) as refused:
+        veriloop.eval_experiment(spec, out=work / "out", models=models, cache=False, progress=False)
+    assert str(refused.value).startswith("experiment, ") and str(refused.value).endswith(where + REFUSED_NAME)
+    assert list(work.iterdir()) == []  # refused before anything is written, in --out or beside it
+    with pytest.raises(VeriloopError, match=r"cell \.\. · g · s · seed 0: the name '\.\.' cannot name a directory"):
+        Cell("..", "g", "s", 0).directory()
+
+
+@pytest.mark.parametrize("name", ["a/../..", "/etc", "C:\\x", "nul\0", "..a"])
+def test_other_names_become_one_directory_inside_the_experiment(name) -> None:
+    (part,) = Cell(name, "game24", "standard", 0).directory().parts[:1]
+    assert "/" not in part and "\\" not in part and "\0" not in part and part not in (".", "..")
+    assert (Path("/out") / part).resolve().parent == Path("/out")
+
+
+def test_two_names_that_would_share_a_directory_are_refused() -> None:
+    text = ISSUE_EXAMPLE.replace('name = "coloring"', 'name = "coloring"\nlabel = "game 24"').replace(
+        'name = "game24"', 'name = "game24"\nlabel = "game_24"')
+    with pytest.raises(VeriloopError, match="line 22: domains.1.label: 'game_24' and 'game 24' would share the "
+                                            "directory 'game_24'; rename one of them"):
+        parse_experiment(text, "demo.toml")
+
+
 # ---- running, with scripted models -------------------------------------------------------
 
 QUESTIONS = [{"q": "1+1", "a": "2"}, {"q": "2+2", "a": "4"}, {"q": "3+3", "a": "6"}]

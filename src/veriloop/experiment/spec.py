@@ -9,6 +9,10 @@ same classes, and each cell's run directory records the resolved cell in config.
 Relative paths (`data`, `file`, `check` files, `data_root`) are read from the directory
 veriloop runs in, like the paths of the command line's flags; with `data_root`, the
 `data` and `file` paths of domains and tasks are read below it.
+
+A name that becomes part of a path (a generator's name, a domain's or strategy's label)
+becomes it through `path_component` alone: a name that cannot ("..", empty) is refused
+with the key it is at, so every cell's directory is inside the experiment's directory.
 """
 
 from __future__ import annotations
@@ -263,6 +267,7 @@ class Experiment(_Strict):
             raise SpecError((), "an experiment needs at least one [[domains]] or [[tasks]] entry")
         _unique([d.key for d in self.domains] + [t.key for t in self.tasks], "domain/task label", ("domains",))
         _unique([s.key for s in self.strategies], "strategy label", ("strategies",))
+        self._check_directory_names()
         for kind, rules in (("include", self.include), ("exclude", self.exclude)):
             for i, rule in enumerate(rules):
                 self._check_rule(rule, (kind, i))
@@ -273,6 +278,28 @@ class Experiment(_Strict):
         elif self.report_options:
             raise SpecError(("report_options",), "report_options without a report = \"...\" to pass them to")
         return self
+
+    def _check_directory_names(self) -> None:
+        """Every name that becomes a cell's directory is one (path_component), and no two
+        names of one axis become the same directory."""
+        axes: list[list[tuple[str, tuple[str | int, ...]]]] = [
+            [(name, ("models", name)) for name in self.generator_names()],
+            [(d.key, ("domains", i, "label" if d.label is not None else "name")) for i, d in enumerate(self.domains)]
+            + [(t.key, ("tasks", i, "label" if t.label is not None else "file")) for i, t in enumerate(self.tasks)],
+            [(s.key, ("strategies", i, "label") if s.label is not None else ("strategies", i))
+             for i, s in enumerate(self.strategies)],
+        ]
+        for axis in axes:
+            seen: dict[str, str] = {}
+            for name, where in axis:
+                try:
+                    component = path_component(name)
+                except ValueError as exc:
+                    raise SpecError(where, str(exc)) from None
+                if component in seen:
+                    raise SpecError(where, f"{seen[component]!r} and {name!r} would share the directory "
+                                    f"{component!r}; rename one of them")
+                seen[component] = name
 
     def _check_rule(self, rule: Rule, where: tuple[str | int, ...]) -> None:
         known = {
@@ -367,11 +394,23 @@ class Cell:
 
     def directory(self) -> Path:
         """Where the cell's run directory sits under the experiment's directory."""
-        return Path(_slug(self.model)) / _slug(self.domain) / f"{_slug(self.strategy)}-seed{self.seed}"
+        try:
+            return Path(path_component(self.model)) / path_component(self.domain) / (
+                f"{path_component(self.strategy)}-seed{self.seed}")
+        except ValueError as exc:
+            raise VeriloopError(f"cell {self.title}: {exc}") from None
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("_") or "_"
+def path_component(name: str) -> str:
+    """`name` (a model name, a domain or strategy label) as one directory name, the one
+    way a name from an experiment becomes part of a path: what is not [A-Za-z0-9._=+-]
+    becomes "_", so no separator, NUL or drive survives. A name that would still leave its
+    directory ("." or "..") or is empty is refused (ValueError), never guessed at."""
+    component = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name).strip("_")
+    if not name.strip() or component in (".", ".."):
+        raise ValueError(f"the name {name!r} cannot name a directory (each cell's directory is named after its "
+                         "model, domain and strategy); rename it")
+    return component or "_"
 
 
 def _known_model(name: str, names: list[str], where: tuple[str | int, ...]) -> None:
