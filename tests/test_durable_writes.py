@@ -133,7 +133,9 @@ def test_a_failed_write_reaches_every_waiting_caller_and_stops_the_writer(tmp_pa
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full on this platform")
     results = asyncio.run(go())
-    assert all(isinstance(r, OSError) and r.errno == errno.ENOSPC for r in results)
+    assert [str(r) for r in results] == ["cannot write /dev/full: No space left on device; what was written before is "
+                                         "kept, and running again once it can be written resumes from it"] * 4
+    assert all(isinstance(r, VeriloopError) for r in results)
 
 
 def test_a_write_failure_in_a_run_stops_the_run_with_that_error(tmp_path: Path, monkeypatch) -> None:
@@ -143,9 +145,76 @@ def test_a_write_failure_in_a_run_stops_the_run_with_that_error(tmp_path: Path, 
     monkeypatch.setattr(os, "fsync", fsync)
     model = veriloop.model(lambda messages: "Answer: 24", name="m", identity="m", cache=False)
     domain = get_domain("game24")
-    with pytest.raises(OSError, match="Input/output error"):
+    with pytest.raises(VeriloopError, match=rf"^cannot write {tmp_path / 'run' / TRAJECTORIES}: Input/output error;"):
         asyncio.run(run_experiment(model, domain, [parse_strategy("standard")], domain.load_instances(None, n=4),
                                    tmp_path / "run", concurrency=2))
+
+
+class FillingFile:
+    """A file on a disk that fills up: after `room` bytes, a write stores what fits and
+    fails with ENOSPC, as write(2) on a full disk does."""
+
+    room = 0
+
+    def __init__(self, file) -> None:
+        self.file = file
+
+    def __enter__(self) -> FillingFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
+
+    def write(self, data: bytes) -> int:
+        fits = data[: max(FillingFile.room, 0)]
+        self.file.write(fits)
+        self.file.flush()
+        FillingFile.room -= len(data)
+        if len(fits) < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return len(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self.file, name)
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_the_torn_record_is_cut_off_on_resume(tmp_path, monkeypatch):
+    import veriloop.experiment.jsonl as jsonl
+
+    out = tmp_path / "run"
+    model = veriloop.model(lambda messages: "Answer: 24", name="m", identity="m", cache=False)
+    domain = get_domain("game24")
+    instances = domain.load_instances(None, n=6)
+    FillingFile.room = 2500  # two or three records, then half of one
+    monkeypatch.setattr(jsonl, "open", lambda path, mode: FillingFile(open(path, mode)), raising=False)
+    with pytest.raises(VeriloopError) as full:
+        asyncio.run(run_experiment(model, domain, [parse_strategy("standard")], instances, out, concurrency=1))
+    assert str(full.value) == (f"cannot write {out / TRAJECTORIES}: No space left on device; what was written before "
+                               "is kept, and running again once it can be written resumes from it")
+    kept = (out / TRAJECTORIES).read_bytes()
+    assert kept.count(b"\n") == 2 and not kept.endswith(b"\n")  # two records (about 1150 bytes each), one torn
+    monkeypatch.undo()
+    result = asyncio.run(run_experiment(model, domain, [parse_strategy("standard")], instances, out, concurrency=1))
+    assert (result.reused_trajectories, result.new_trajectories) == (2, 4)
+    assert sorted(t.instance_id for t in load_trajectories(out / TRAJECTORIES)) == sorted(i.id for i in instances)
+
+
+def test_a_small_file_that_cannot_be_written_is_one_line_and_the_old_one_stays(tmp_path, monkeypatch) -> None:
+    from veriloop.experiment.jsonl import write_file
+
+    path = tmp_path / "summary.json"
+    write_file(path, "old\n")
+
+    def full(self: Path, *args, **kwargs) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(VeriloopError) as failed:
+        write_file(path, "new\n")
+    assert str(failed.value) == (f"cannot write {path}: No space left on device; what was written before is kept, and "
+                                 "running again once it can be written resumes from it")
+    monkeypatch.undo()
+    assert path.read_text() == "old\n"
 
 
 # ------------------------------------------------------------------ the call cache

@@ -179,7 +179,7 @@ def test_other_names_become_one_directory_inside_the_experiment(name) -> None:
 
 def test_two_names_that_would_share_a_directory_are_refused() -> None:
     text = ISSUE_EXAMPLE.replace('name = "coloring"', 'name = "coloring"\nlabel = "game 24"').replace(
-        'name = "game24"', 'name = "game24"\nlabel = "game_24"')
+        'name = "game24"', 'name = "game24"\nlabel = "game_24"').replace('"URL"', '"http://127.0.0.1:9/v1"')
     with pytest.raises(VeriloopError, match="line 22: domains.1.label: 'game_24' and 'game 24' would share the "
                                             "directory 'game_24'; rename one of them"):
         parse_experiment(text, "demo.toml")

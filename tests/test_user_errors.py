@@ -15,6 +15,7 @@ import pytest
 from test_cli import assert_one_line_error, veriloop
 
 import veriloop as vl
+from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
 from veriloop.strategies import STRATEGIES
 
@@ -256,3 +257,50 @@ class TestStrategyOptions:
             f"check {__name__}:TestStrategyOptions.test_a_check_that_builds_a_bad_verdict.<locals>.check built an "
             "invalid Verdict on instance '1': Verdict's field ok needs true or false, not 'perhaps'"
         )
+
+
+# ---------------------------------------------------------------- files that cannot be read (issue 25, item 8)
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+class TestUnreadableFiles:
+    def test_an_experiment_file_that_is_not_utf8_names_its_line(self, tmp_path):
+        path = tmp_path / "latin1.toml"
+        path.write_bytes('name = "x"\n# café\n'.encode("latin-1"))
+        proc = veriloop("eval", str(path), "--dry-run", "--out", str(tmp_path / "out"))
+        assert_one_line_error(proc, f"{path}, line 2: not UTF-8 text (byte 0xe9); save the file as UTF-8")
+
+    def test_an_experiment_file_nested_too_deeply_names_its_line(self, tmp_path):
+        from veriloop.experiment.spec import load_experiment, parse_experiment
+
+        path = tmp_path / "deep.toml"
+        path.write_text(f'name = "x"\n\nstrategies = {DEEP}\n')
+        with pytest.raises(VeriloopError) as info:
+            load_experiment(path)
+        assert str(info.value) == f"{path}, line 3: arrays or tables nested too deeply to read"
+        with pytest.raises(VeriloopError) as info:
+            parse_experiment('name = "x"\n', sets=[f"seeds={DEEP}"])
+        assert str(info.value) == "--set seeds=...: the value is nested too deeply to read"
+
+    def test_a_data_file_nested_too_deeply_names_its_line(self, tmp_path):
+        path = tmp_path / "deep.jsonl"
+        path.write_text('{"q": "1+1", "a": "2"}\n' + '{"q": ' + DEEP + "}\n")
+        with pytest.raises(VeriloopError) as info:
+            vl.Task.from_jsonl(path, prompt="{q}")
+        assert str(info.value) == (f"{path}, line 2: not JSON (arrays or objects nested too deeply: line 1 column 5006 "
+                                   "(char 5005))")
+        data = tmp_path / "test.jsonl"
+        data.write_text('{"question": ' + DEEP + "}\n")
+        with pytest.raises(VeriloopError, match=rf"^{data}, line 1: not valid JSON \(arrays or objects nested too "
+                                                r"deeply\); expected "):
+            get_domain("gsm8k").load_instances(str(data), n=1)
+
+    def test_a_record_file_nested_too_deeply_names_its_line(self, tmp_path):
+        from veriloop.experiment.runner import load_trajectories
+
+        path = tmp_path / "trajectories.jsonl"
+        path.write_text('{"strategy": "s", "domain": "d", "model": "m", "instance_id": ' + DEEP + ', "seed": 0}\n')
+        with pytest.raises(VeriloopError) as info:
+            load_trajectories(path)
+        assert str(info.value) == f"{path}, line 1: not a Trajectory record; use a fresh --out"

@@ -1,4 +1,9 @@
-"""Reading the JSON-lines files that domains and tools take as data."""
+"""Reading the JSON-lines files that domains and tools take as data.
+
+JSON from a file is parsed with `loads`: arrays or objects nested too deeply for Python's
+recursive parser are a JSONDecodeError (pointing at the line where the nesting is
+deepest) like any other malformed JSON, never a RecursionError.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ def json_objects(
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = loads(line)
         except ValueError as exc:
             reason = getattr(exc, "msg", str(exc))
             raise DataFileError(f"{path}, line {number}: not valid JSON ({reason}); {hint}") from None
@@ -57,7 +62,7 @@ def json_list_or_lines(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]
     if not text.lstrip().startswith("["):
         return [(f"line {n}", item) for n, item in json_objects(path, hint)]
     try:
-        items = json.loads(text)
+        items = loads(text)
     except json.JSONDecodeError as exc:
         raise DataFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); {hint}") from None
     rows = []
@@ -66,3 +71,40 @@ def json_list_or_lines(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]
             raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
         rows.append((f"item {i}", item))
     return rows
+
+
+def loads(text: str) -> Any:
+    """`json.loads`, with nesting too deep to parse a JSONDecodeError like other bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, _deepest_offset(text)) from None
+
+
+def deepest_line(text: str) -> int:
+    """The line (1-based) where brackets ([ and {, outside quoted strings) nest deepest
+    first: where to point when a JSON or TOML text is nested too deeply to parse."""
+    return text.count("\n", 0, _deepest_offset(text)) + 1
+
+
+def _deepest_offset(text: str) -> int:
+    depth = deepest = at = 0
+    quote: str | None = None
+    escaped = False
+    for offset, char in enumerate(text):
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, offset
+        elif char in "]}":
+            depth -= 1
+    return at

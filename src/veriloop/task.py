@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import CheckFunction, FunctionCheck
+from .datafiles import loads
 from .domains.base import rejection_feedback, shown_errors
 from .errors import DataFileError, VeriloopError
 from .records import Instance, Message, Verdict
@@ -141,7 +142,7 @@ class Task:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads(line)
             except ValueError as exc:
                 raise DataFileError(f"{path}, line {lineno}: not JSON ({exc.args[0]})") from None
             if not isinstance(row, dict):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..datafiles import loads
 from ..errors import VeriloopError
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def batch_line(dom: Domain, where: str, line: str) -> tuple[Instance, str]:
     fields: dict[str, str] = dict(getattr(dom, "instance_fields", None) or {})
     shape = json.dumps({**fields, "answer": "..."}) if fields else f'the instance fields of {dom.name} and "answer"'
     try:
-        row = json.loads(line)
+        row = loads(line)
     except json.JSONDecodeError as exc:
         raise VeriloopError(f"{where} is not JSON ({exc.msg} at column {exc.colno}); expected {shape}") from None
     if not isinstance(row, dict):

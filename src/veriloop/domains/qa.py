@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..datafiles import loads
 from ..errors import DataFileError, VeriloopError
 from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
 
@@ -88,7 +89,7 @@ def extract_short_answer(text: str) -> str | None:
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataFileError(f"{path}: file not found; {DATA_HINT}") from None
     except IsADirectoryError:

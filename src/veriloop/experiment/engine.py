@@ -410,10 +410,9 @@ async def _run_eval_held(
 def write_spec(out_dir: Path, experiment: Experiment) -> None:
     """The resolved experiment, beside its cells (every default filled in)."""
     import json
-    import os
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir / (SPEC_FILE + ".tmp")
-    tmp.write_text(json.dumps({"veriloop_version": __version__, **experiment.model_dump()}, indent=2) + "\n")
-    os.replace(tmp, out_dir / SPEC_FILE)
+    from .jsonl import write_file
+
+    write_file(out_dir / SPEC_FILE, json.dumps({"veriloop_version": __version__, **experiment.model_dump()}, indent=2)
+               + "\n")
 

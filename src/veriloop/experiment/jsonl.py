@@ -9,6 +9,11 @@ in the next (group commit), and `await writer.append(record)` returns only once 
 record's batch is on disk. A crash (kill -9) therefore loses no acknowledged record; a
 record of the batch in flight may or may not be there whole, and a torn last line is cut
 off on the next load, so a resumed run finds each finished record once.
+
+A write that fails (a full disk, a lost permission) is a VeriloopError of one line naming
+the file and the system's reason, for the records and for the small files beside them
+(`write_file`: config.json, summary.json, experiment.json, results); what was written
+before it stays, and running again resumes from it.
 """
 
 from __future__ import annotations
@@ -87,12 +92,33 @@ class RecordWriter:
 
     def _write(self, lines: list[bytes]) -> None:
         created = not self.path.exists()
-        with open(self.path, "ab") as f:
-            f.write(b"".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.path, "ab") as f:
+                f.write(b"".join(lines))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
         if created:  # the new file's directory entry too, so a power cut cannot lose the whole file
             _fsync_dir(self.path.parent)
+
+
+def write_file(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole (a temporary file, then a rename): a reader sees
+    the old file or the new one; a failure is write_error's one line."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+def write_error(path: Path, exc: OSError) -> VeriloopError:
+    """A failed write to `path` in one line: the file, the system's reason, what to do."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return VeriloopError(f"cannot write {path}: {reason}; what was written before is kept, and running again once "
+                         "it can be written resumes from it")
 
 
 def _fsync_dir(path: Path) -> None:

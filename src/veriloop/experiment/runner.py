@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import loads
 from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
@@ -27,7 +27,7 @@ from ..strategies.base import Strategy
 from ..tools.base import Toolbox
 from .dirlock import hold, is_held, refuse_if_held
 from .identity import check_same_run
-from .jsonl import RecordWriter, load_records
+from .jsonl import RecordWriter, load_records, write_file
 from .metrics import StrategySummary, summarise
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -57,7 +57,7 @@ def check_run_dir(out_dir: Path, config: Mapping[str, object]) -> None:
     path = out_dir / CONFIG
     if path.exists():
         try:
-            old = json.loads(path.read_text())
+            old = loads(path.read_text(encoding="utf-8"))
         except ValueError:
             raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
         check_same_run(out_dir, old, config)
@@ -65,10 +65,7 @@ def check_run_dir(out_dir: Path, config: Mapping[str, object]) -> None:
 
 def _check_config(out_dir: Path, config: Mapping[str, object]) -> None:
     check_run_dir(out_dir, config)
-    path = out_dir / CONFIG
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(config, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    write_file(out_dir / CONFIG, json.dumps(config, indent=2, default=str) + "\n")
 
 
 async def run_episode(
@@ -213,6 +210,4 @@ def write_summary(result: RunResult, instances: list[Instance], seed: int) -> No
         "wall_seconds_this_run": result.wall_seconds,
         "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in result.summaries},
     }
-    tmp = result.out_dir / (SUMMARY + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(tmp, result.out_dir / SUMMARY)
+    write_file(result.out_dir / SUMMARY, json.dumps(payload, indent=2) + "\n")

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..datafiles import deepest_line
 from ..errors import VeriloopError
 
 # The roles a cell can give to another model, and the call roles (records.Role) each covers.
@@ -455,6 +456,10 @@ def load_experiment(source: str | Path, sets: Sequence[str] = ()) -> Experiment:
         raise VeriloopError(f"{path}: no such experiment file (veriloop eval --list shows the shipped ones)") from None
     except OSError as exc:
         raise VeriloopError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise VeriloopError(f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the file "
+                            "as UTF-8") from None
     return parse_experiment(text, str(path), sets)
 
 
@@ -463,6 +468,8 @@ def parse_experiment(text: str, where: str = "<experiment>", sets: Sequence[str]
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise VeriloopError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise VeriloopError(f"{where}, line {deepest_line(text)}: arrays or tables nested too deeply to read") from None
     overridden = [apply_set(data, item) for item in sets]
     try:
         return Experiment.model_validate(data)
@@ -481,6 +488,8 @@ def apply_set(data: dict[str, Any], item: str) -> tuple[str | int, ...]:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:
+        raise VeriloopError(f"--set {key.strip()}=...: the value is nested too deeply to read") from None
     node: Any = data
     for depth, part in enumerate(path[:-1]):
         node = _child(node, part, path[: depth + 1], item)
