@@ -283,10 +283,13 @@ class Experiment(_Strict):
     def _check_directory_names(self) -> None:
         """Every name that becomes a cell's directory is one (path_component), and no two
         names of one axis become the same directory."""
-        axes: list[list[tuple[str, tuple[str | int, ...]]]] = [
+        Where = tuple[str | int, ...]
+        domains: list[tuple[str, Where]] = [
+            (d.key, ("domains", i, "label" if d.label is not None else "name")) for i, d in enumerate(self.domains)]
+        domains += [(t.key, ("tasks", i, "label" if t.label is not None else "file")) for i, t in enumerate(self.tasks)]
+        axes: list[list[tuple[str, Where]]] = [
             [(name, ("models", name)) for name in self.generator_names()],
-            [(d.key, ("domains", i, "label" if d.label is not None else "name")) for i, d in enumerate(self.domains)]
-            + [(t.key, ("tasks", i, "label" if t.label is not None else "file")) for i, t in enumerate(self.tasks)],
+            domains,
             [(s.key, ("strategies", i, "label") if s.label is not None else ("strategies", i))
              for i, s in enumerate(self.strategies)],
         ]
