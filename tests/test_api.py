@@ -274,6 +274,37 @@ def test_task_template_naming_a_missing_field_is_one_clear_error():
         Task.from_records([{"q": 1}, {"x": 2}], prompt="{q}")
 
 
+def test_a_lone_surrogate_in_a_data_row_is_replaced_once_and_the_run_is_recorded_and_cached(tmp_path):
+    # Valid JSON whose "\ud800" escape decodes to a lone surrogate, which UTF-8 cannot carry.
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"q": "2+2\\ud800", "a": "4"}\n', encoding="utf-8")
+    seen = []
+
+    def check(row, answer):
+        seen.append(row["q"])
+        return answer == "4"
+
+    task = Task.from_jsonl(path, prompt="Compute {q}.", check=check, reference_field="a")
+    api_task = Task.from_records([{"q": "2+2\ud800", "a": "4"}], prompt="Compute {q}.", check=check,
+                                 reference_field="a")
+    for rows, out in ((task, "file"), (api_task, "api")):
+        model = veriloop.model(Script("4"), identity="four-v1", cache=tmp_path / "calls.sqlite")
+        (summary,) = veriloop.evaluate(rows, ["backprompt"], model=model, out=tmp_path / out)
+        assert summary.accuracy == 1.0
+        (trajectory,) = load_trajectories(tmp_path / out / "trajectories.jsonl")
+        assert trajectory.calls[0].messages == [{"role": "user", "content": "Compute 2+2\ufffd."}]
+    assert seen == ["2+2\ufffd", "2+2\ufffd"]  # the check sees the row as the model did
+
+
+def test_a_reply_with_a_lone_surrogate_is_recorded_with_it_replaced_and_counted(tmp_path):
+    model = veriloop.model(Script("4\ud800\udfff"), identity="odd-v1", cache=tmp_path / "calls.sqlite")
+    veriloop.evaluate(Task.from_records(ROWS[:1], prompt="Compute {q}."), ["standard"], model=model,
+                      out=tmp_path / "run")
+    (trajectory,) = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    (call,) = trajectory.calls
+    assert (call.response, call.surrogates_replaced, trajectory.final_text) == ("4\ufffd\ufffd", 2, "4\ufffd\ufffd")
+
+
 def test_task_from_jsonl_reports_the_bad_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"q": "1"}\n[1, 2]\n')

@@ -487,3 +487,55 @@ def test_an_experiment_model_entry_takes_a_deployment_and_a_retry_budget(tmp_pat
     assert (model.identity, model.inner.retry_budget, model.inner.preferred_concurrency) == (
         "default@deployment:prod", 30, 3)
     asyncio.run(model.aclose())
+
+
+# ---------------------------------------------------------------- text that cannot be stored (issue 25, item 1)
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_replaced_and_a_rerun_replays_it(tmp_path):
+    from test_cli import veriloop
+
+    def run(url: str, out: str) -> str:
+        proc = veriloop("run", "--model", "openai/default", "--base-url", url, "--deployment", "d", "-n", "1",
+                        "-s", "standard", "--out", str(tmp_path / out), home=tmp_path / "home")
+        assert (proc.returncode, "Traceback" in proc.stdout + proc.stderr) == (0, False), proc.stderr
+        return proc.stdout
+
+    # The server's JSON is valid: "\ud800" travels as the escape \ud800, which Python decodes to a lone surrogate.
+    with FaultServer([], text="Answer: 2\ud8004") as hostile:
+        assert "1 backend calls" in run(hostile.url, "first")
+    with FaultServer([]) as healthy:  # the same deployment: the cached reply is replayed
+        assert "0 backend calls" in run(healthy.url, "again")
+    assert (hostile.requests, healthy.requests) == (1, 0)
+    for out in ("first", "again"):
+        (trajectory,) = load_trajectories(tmp_path / out / "trajectories.jsonl")
+        (call,) = trajectory.calls
+        assert (call.response, call.surrogates_replaced) == ("Answer: 2\ufffd4", 1)
+
+
+def hand_written_rows(path: Path, rows: list[tuple[int, str]]) -> str:
+    """The cache at `path` with `rows` (sample index, stored text) under the key of QUESTION's call."""
+    from veriloop.models.cache import call_key
+
+    CallCache(path).close()
+    key = call_key("openai", "default@deployment:d", QUESTION, GenParams(max_tokens=8, n=3))
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO samples VALUES (?, ?, ?)", [(key, idx, blob) for idx, blob in rows])
+    return key
+
+
+def test_a_cached_row_that_cannot_be_read_is_asked_again_and_replaced(tmp_path):
+    older = json.dumps({"text": "older\ud800", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1,
+                        "logprobs": None, "seconds": 0.0, "cached": False})
+    hand_written_rows(tmp_path / "calls.sqlite", [
+        (0, '{"text": "torn'),  # not JSON
+        (1, '{"answer": "another format"}'),  # JSON, but not a completion
+        (2, older),  # what an older version stored for a reply with a lone surrogate
+    ])
+    with FaultServer([]) as server:
+        model = CachedModel(client(server.url, deployment="d"), CallCache(tmp_path / "calls.sqlite"))
+        results = generate(model, GenParams(max_tokens=8, n=3))
+    assert [(c.text, c.cached, c.surrogates_replaced) for c in results] == [
+        (GOOD, False, 0), (GOOD, False, 0), ("older\ufffd", True, 1)]
+    assert server.requests == 2  # one request for each unreadable row
+    assert cached_texts(tmp_path / "calls.sqlite") == [GOOD, GOOD, "older\ud800"]

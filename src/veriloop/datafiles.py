@@ -3,6 +3,10 @@
 JSON from a file is parsed with `loads`: arrays or objects nested too deeply for Python's
 recursive parser are a JSONDecodeError (pointing at the line where the nesting is
 deepest) like any other malformed JSON, never a RecursionError.
+
+Every value `loads` parses is made storable (lone surrogates from `\\ud800`-style escapes
+replaced by U+FFFD, see veriloop.records), so no prompt, cache key or record built from a
+data file can fail on its text.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataFileError
+from .records import storable
 
 
 def json_objects(
@@ -74,9 +79,10 @@ def json_list_or_lines(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]
 
 
 def loads(text: str) -> Any:
-    """`json.loads`, with nesting too deep to parse a JSONDecodeError like other bad JSON."""
+    """`json.loads`, with nesting too deep to parse a JSONDecodeError like other bad JSON,
+    and the value made storable."""
     try:
-        return json.loads(text)
+        return storable(json.loads(text))
     except RecursionError:
         raise json.JSONDecodeError("arrays or objects nested too deeply", text, _deepest_offset(text)) from None
 

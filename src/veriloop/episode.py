@@ -1,5 +1,9 @@
 """One strategy working on one instance: the single door to the model, which records
-every call into the trajectory."""
+every call into the trajectory.
+
+The messages sent are made storable here (lone surrogates replaced, see
+veriloop.records), whatever built them: a domain's prompt, a check's feedback, a tool's
+observation. So the model, the cache key and the record all see the same text."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from .domains.base import Domain
 from .errors import VeriloopError
 from .models.base import Completion, GenParams, Model
 from .progress import count_calls
-from .records import CallRecord, Instance, Message, Role, RoundRecord, ToolRecord, Trajectory, Verdict
+from .records import CallRecord, Instance, Message, Role, RoundRecord, ToolRecord, Trajectory, Verdict, storable
 
 if TYPE_CHECKING:
     from .tools.base import Observation, Toolbox
@@ -50,6 +54,7 @@ class Episode:
         stage: str | None = None, step: int | None = None,
     ) -> list[Completion]:
         model = self.model_for(role)
+        messages = storable(messages)
         completions = await model.generate(messages, params)
         check_count(model.name, completions, params.n)
         count_calls(len(completions))
@@ -69,6 +74,7 @@ class Episode:
                     stage=stage,
                     step=step,
                     model=None if model is self.model else model.name,
+                    surrogates_replaced=c.surrogates_replaced,
                 )
             )
         return completions

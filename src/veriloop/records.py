@@ -4,10 +4,19 @@ Instances, verdicts and messages are what domains, verifiers and feedback speak;
 rounds, tool calls and trajectories are what a loop leaves behind (one JSON line per
 trajectory). This module imports nothing of veriloop's but SelfCheck's own records, so
 any layer may import it.
+
+Text that cannot be stored: a Python string may hold lone surrogates (U+D800 to U+DFFF,
+e.g. from a JSON `"\\ud800"` escape), which no UTF-8 file, cache key or record can carry.
+Such text is made storable once, where it enters veriloop (`storable_text`, `storable`):
+a model's reply (every `Completion`), the messages the episode sends, data rows (task
+records, data files) and tool observations. Each lone surrogate becomes U+FFFD (the
+replacement character), and a reply records how many it lost (`Completion` and
+`CallRecord.surrogates_replaced`); nothing downstream checks again.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +28,55 @@ from .selfcheck.records import SolutionCheck
 # them all cost about 65 ms of its start-up.
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+
+# In a Python string every surrogate code point is lone: a valid pair from JSON is decoded
+# to the one character it encodes.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> tuple[str, int]:
+    """`text` with each lone surrogate replaced by U+FFFD, and how many were replaced."""
+    if _SURROGATE.search(text) is None:
+        return text, 0
+    return _SURROGATE.subn("\ufffd", text)
+
+
+def storable(value: Any) -> Any:
+    """`value` with every string in it (dict keys and values, list and tuple items) made
+    storable; a container in which nothing needed replacing is kept as given (the caller's
+    own object), and values of other types are kept as they are."""
+    if isinstance(value, str):
+        return storable_text(value)[0]
+    if not isinstance(value, dict | list | tuple):
+        return value
+    # Walked with a stack of its own, not recursion: data may nest as deep as JSON allows.
+    stack: list[tuple[Any, list[Any], list[Any]]] = [(value, _children(value), [])]
+    while True:
+        node, children, done = stack[-1]
+        if len(done) == len(children):
+            stack.pop()
+            result = _rebuilt(node, children, done)
+            if not stack:
+                return result
+            stack[-1][2].append(result)
+            continue
+        child = children[len(done)]
+        if isinstance(child, dict | list | tuple):
+            stack.append((child, _children(child), []))
+        else:
+            done.append(storable_text(child)[0] if isinstance(child, str) else child)
+
+
+def _children(node: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> list[Any]:
+    return [x for pair in node.items() for x in pair] if isinstance(node, dict) else list(node)
+
+
+def _rebuilt(node: Any, children: list[Any], done: list[Any]) -> Any:
+    if all(new is old for new, old in zip(done, children, strict=True)):
+        return node
+    if isinstance(node, dict):
+        return dict(zip(done[0::2], done[1::2], strict=True))
+    return done if isinstance(node, list) else tuple(done)
 
 
 class Instance(BaseModel):
@@ -100,6 +158,8 @@ class CallRecord(BaseModel):
     # The model that answered, when a role was given to another model than the generator
     # (the trajectory's `model`); None: the generator.
     model: str | None = None
+    # Lone surrogates the reply held, replaced by U+FFFD in `response` (see storable_text).
+    surrogates_replaced: int = 0
 
 
 class ToolRecord(BaseModel):

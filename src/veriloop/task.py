@@ -9,6 +9,10 @@ the records work on it unchanged, with no subclass to write:
 Inside a loop the built-in `sound` verifier runs the task's check. Ground truth (what
 accuracy counts) is the reference field when there is one, compared after normalising
 case, spaces and numbers; without a reference it is the check itself.
+
+Rows are made storable as they are taken (lone surrogates replaced by U+FFFD, see
+veriloop.records); a row that needed it is kept as a dict copy, which is what its check
+receives.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from .checks import CheckFunction, FunctionCheck
 from .datafiles import loads
 from .domains.base import rejection_feedback, shown_errors
 from .errors import DataFileError, VeriloopError
-from .records import Instance, Message, Verdict
+from .records import Instance, Message, Verdict, storable
 
 PromptSpec = str | Callable[[Any], str | Sequence[Message]]
 
@@ -111,6 +115,7 @@ class Task:
         for position, row in enumerate(rows, start=1):
             if not isinstance(row, Mapping):
                 raise VeriloopError(f"{name}: record {position} is a {type(row).__name__}, not a mapping of fields")
+            row = _storable_row(row)
             instance = self._instance(row, default_id=str(position))
             if instance.id in self._rows:
                 raise VeriloopError(f"{name}: two records have the id {instance.id!r} (field {id_field!r})")
@@ -209,12 +214,14 @@ class Task:
         return self.checker is not None
 
     def user_instance(self, instance: Instance) -> Any:
-        """What a check function receives as its instance: the record as the user gave it."""
+        """What a check function receives as its instance: the record as the user gave it
+        (a copy if its text had to be made storable)."""
         return self._rows.get(instance.id, instance.data)
 
     def parse_instance(self, raw: dict[str, Any]) -> Instance:
-        instance = self._instance(raw, default_id=str(len(self._rows) + 1))
-        self._rows.setdefault(instance.id, raw)
+        row = _storable_row(raw)
+        instance = self._instance(row, default_id=str(len(self._rows) + 1))
+        self._rows.setdefault(instance.id, row)
         return instance
 
     def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
@@ -328,6 +335,14 @@ class Task:
     def __repr__(self) -> str:
         check = self.checker.name if self.checker else None
         return f"Task({self.name!r}, {len(self.instances)} records, check={check})"
+
+
+def _storable_row(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row with its text made storable (see veriloop.records): the row itself when it
+    needed nothing, else a dict of its fields, so a check sees the text the model saw."""
+    fields = row if isinstance(row, dict) else dict(row)
+    cleaned = storable(fields)
+    return row if cleaned is fields else cleaned
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,11 +1,18 @@
-"""The model protocol: every backend takes chat messages and returns completions."""
+"""The model protocol: every backend takes chat messages and returns completions.
+
+A `Completion` is where a model's text enters veriloop, whichever backend (or a user's
+function) made it: its construction replaces lone surrogates in the text and the logprob
+tokens by U+FFFD and counts them in `surrogates_replaced` (see veriloop.records), so no
+record, cache row or report can fail on a reply.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from ..records import Message
+from ..errors import VeriloopError
+from ..records import Message, storable, storable_text
 
 
 @dataclass(frozen=True)
@@ -67,9 +74,25 @@ class Completion:
     logprobs: list[TokenLogprob] | None = None
     seconds: float = 0.0
     cached: bool = False
+    # Lone surrogates replaced by U+FFFD in the text and logprob tokens (0: the text is as
+    # the model gave it).
+    surrogates_replaced: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):  # a user's function may build one wrongly: said in one line
+            raise VeriloopError(f"a Completion's text must be a str, not {type(self.text).__name__}")
+        self.text, replaced = storable_text(self.text)
+        for t in self.logprobs or ():
+            t.token, in_token = storable_text(t.token)
+            t.top = storable(t.top)
+            replaced += in_token
+        self.surrogates_replaced += replaced
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.surrogates_replaced:
+            del d["surrogates_replaced"]  # rows as they were before the count existed
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Completion:

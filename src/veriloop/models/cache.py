@@ -7,6 +7,13 @@ the calls that finish while one commit is being synced together in the next (see
 veriloop.groupcommit), so the event loop never waits on the disk; a call's put returns
 once its rows are committed, so a crash loses at most the calls in flight, and exceptions
 (transport errors) are never stored.
+
+A row that cannot be read back (not JSON, or not a completion: a damaged file or another
+version's format) is a miss: the sample is asked again and its new row replaces the bad
+one, so a cache never stops a run. A row an older version stored with lone surrogates in
+its text is replayed with them replaced, as a fresh reply would be (see Completion).
+A key never fails to compute: text that reaches it unstorable is hashed as it is
+(surrogatepass), which leaves the key of every storable text unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from .base import Completion, GenParams, Model
 
 def call_key(backend: str, identity: str, messages: list[Message], params: GenParams) -> str:
     payload = {"backend": backend, "identity": identity, "messages": messages, "params": params.identity()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(blob).hexdigest()
 
 
 class CallCache:
@@ -63,7 +71,12 @@ class CallCache:
                 "SELECT idx, completion FROM samples WHERE key = ? AND idx >= ? AND idx < ?",
                 (key, indices.start, indices.stop),
             ).fetchall()
-        return {idx: Completion.from_json(json.loads(blob)) for idx, blob in rows}
+        found = {}
+        for idx, blob in rows:
+            completion = _decoded(blob)
+            if completion is not None:
+                found[idx] = completion
+        return found
 
     async def aput(self, key: str, first_index: int, completions: list[Completion]) -> None:
         """Store the samples of one call; return once they are committed (raise if the commit failed)."""
@@ -91,6 +104,15 @@ class CallCache:
     async def aclose(self) -> None:
         """`close` without blocking the event loop (it waits for the pending commits)."""
         await asyncio.to_thread(self.close)
+
+
+def _decoded(blob: object) -> Completion | None:
+    """The completion a row holds, or None when it holds none that can be read."""
+    try:
+        fields = json.loads(blob)  # type: ignore[arg-type]  # sqlite gives back whatever a row holds
+        return Completion.from_json(fields) if isinstance(fields, dict) else None
+    except (ValueError, TypeError, AttributeError, RecursionError, VeriloopError):
+        return None
 
 
 def _rows(key: str, first_index: int, completions: list[Completion]) -> list[tuple[str, int, str]]:

@@ -2,6 +2,10 @@
 model sees. `run` returns an `Observation`, never raises for the tool's own failures
 (a crash, a timeout, a refused input): those become an observation with ok=False, so a
 loop that calls tools never ends because of one.
+
+An observation's text, input and data are made storable when it is built (lone
+surrogates replaced, see veriloop.records): a tool may pass on whatever a program printed
+or a service answered. A cached result that cannot be read back is a miss.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from ..records import storable, storable_text
 
 
 class Observation(BaseModel):
@@ -30,6 +36,13 @@ class Observation(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     seconds: float = 0.0
     cached: bool = False
+
+    @model_validator(mode="after")
+    def _storable(self) -> Observation:
+        self.text = storable_text(self.text)[0]
+        self.input = storable_text(self.input)[0]
+        self.data = storable(self.data)
+        return self
 
 
 @runtime_checkable
@@ -70,12 +83,17 @@ class ToolCache:
     @staticmethod
     def key(tool: Tool, tool_input: str) -> str:
         payload = json.dumps([tool.name, tool.identity(), tool_input], ensure_ascii=False)
-        return hashlib.sha256(payload.encode()).hexdigest()
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
     def get(self, key: str) -> Observation | None:
         with self._lock:
             row = self._db.execute("SELECT observation FROM tool_results WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Observation.model_validate_json(row[0])
+        if row is None:
+            return None
+        try:
+            return Observation.model_validate_json(row[0])
+        except (ValidationError, ValueError, TypeError):
+            return None  # a damaged row: the tool runs again and its result replaces it
 
     def put(self, key: str, observation: Observation) -> None:
         with self._lock:
