@@ -274,6 +274,17 @@ def test_task_template_naming_a_missing_field_is_one_clear_error():
         Task.from_records([{"q": 1}, {"x": 2}], prompt="{q}")
 
 
+@pytest.mark.parametrize("field", ["{q.__class__.__mro__}", "{q[0]}", "{0}", "{}", "{q!r}", "{q:>5}", "{q:{q}}"])
+def test_a_prompt_template_names_plain_fields_only(field):
+    template = f"Compute {field}."
+    with pytest.raises(VeriloopError) as refused:
+        Task.from_records(ROWS, prompt=template, name="sums")
+    assert str(refused.value) == (
+        f"sums: the prompt template {template!r} uses {field}; a template names fields only, as {{question}} "
+        "(no attribute, index, position, conversion or format spec): use a prompt function for more"
+    )
+
+
 def test_a_lone_surrogate_in_a_data_row_is_replaced_once_and_the_run_is_recorded_and_cached(tmp_path):
     # Valid JSON whose "\ud800" escape decodes to a lone surrogate, which UTF-8 cannot carry.
     path = tmp_path / "rows.jsonl"

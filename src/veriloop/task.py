@@ -191,18 +191,28 @@ class Task:
         return Instance(id=ident, data=_jsonable(row), reference=_jsonable(reference))
 
     def _check_template(self, template: str) -> None:
+        """A template names plain fields only ({question}): str.format would otherwise read
+        attributes and items of a row's values ({question.__class__.__mro__}), fill fields
+        nested in a format spec, and take positions ({0}, {}) that no row has."""
         try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+            parts = list(string.Formatter().parse(template))
         except ValueError as exc:
             raise VeriloopError(f"{self.name}: bad prompt template {template!r}: {exc}") from None
-        for field in fields:
-            key = field.split(".")[0].split("[")[0]
-            if not key or key.isdigit():
-                raise VeriloopError(f"{self.name}: the prompt template names fields ({{question}}), not {{{field}}}")
+        for _, field, spec, conversion in parts:
+            if field is None:
+                continue
+            if not field.isidentifier() or spec or conversion:
+                shown = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                quoted = repr(template) if len(template) <= 80 else repr(template[:77] + "...")
+                raise VeriloopError(
+                    f"{self.name}: the prompt template {quoted} uses {shown}; a template names fields only, as "
+                    "{question} (no attribute, index, position, conversion or format spec): use a prompt function "
+                    "for more"
+                )
             for instance in self.instances:
-                if key not in self._rows[instance.id]:
+                if field not in self._rows[instance.id]:
                     raise VeriloopError(
-                        f"{self.name}: record {instance.id} has no field {key!r} used by the prompt template "
+                        f"{self.name}: record {instance.id} has no field {field!r} used by the prompt template "
                         f"(its fields: {', '.join(map(str, self._rows[instance.id])) or 'none'})"
                     )
 
