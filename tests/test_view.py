@@ -18,6 +18,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -396,6 +397,34 @@ def test_server_rebuilds_the_page_when_a_trajectory_is_appended(run_dir, played)
         assert len(built) == 2
         with pytest.raises(urllib.error.HTTPError):
             get(server.url + "elsewhere")
+    finally:
+        server.stop()
+
+
+def raw_get(port: int, path: str, host: str | None) -> tuple[str, bytes]:
+    """The status line and body of a GET sent as bytes, with exactly the Host header given."""
+    request = f"GET {path} HTTP/1.1\r\n" + ("" if host is None else f"Host: {host}\r\n") + "Connection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(request.encode())
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0].decode(), body
+
+
+def test_server_answers_only_a_host_that_names_this_machine(run_dir):
+    # DNS rebinding: a page the user visits points its own name at 127.0.0.1; its requests carry that name.
+    page = LivePage([run_dir], lambda version: "<html>every prompt and reply</html>")
+    server = ViewServer(page, port=0).start()
+    try:
+        for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1.evil.example", "localhost:x", "",
+                     None):
+            for path in ("/", VERSION_PATH):
+                assert raw_get(server.port, path, host) == ("HTTP/1.0 403 Forbidden", b""), (host, path)
+        for host in (f"127.0.0.1:{server.port}", "127.0.0.1", "localhost", "LocalHost:9000"):
+            status, body = raw_get(server.port, "/", host)
+            assert (status, body) == ("HTTP/1.0 200 OK", b"<html>every prompt and reply</html>"), host
     finally:
         server.stop()
 

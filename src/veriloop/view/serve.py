@@ -2,7 +2,11 @@
 files change. The page asks /__veriloop/version every 1.5 s and reloads itself when the
 answer changes, so a run that is still writing shows its new trajectories as they land.
 
-Bound to 127.0.0.1 only: the report holds every prompt and reply of the runs.
+Bound to 127.0.0.1 only: the report holds every prompt and reply of the runs. For the
+same reason a request is answered only when its Host header names this machine
+(`127.0.0.1` or `localhost`, with any port: a tunnel may forward another); any other Host
+gets 403 with no content. A web page the user visits could otherwise point a name of its
+own at 127.0.0.1 (DNS rebinding) and read the report as same-origin content.
 """
 
 from __future__ import annotations
@@ -19,6 +23,19 @@ from .data import TRAJECTORIES
 
 VERSION_PATH = "/__veriloop/version"
 HOST = "127.0.0.1"
+LOCAL_NAMES = frozenset({"127.0.0.1", "localhost"})
+
+
+def is_local_host(header: str | None) -> bool:
+    """Whether a request's Host header is `127.0.0.1` or `localhost`, with or without a port."""
+    if header is None:
+        return False
+    name, colon, port = header.strip().rpartition(":")
+    if not colon:
+        name, port = port, ""
+    elif not (port.isascii() and port.isdigit()):
+        return False
+    return name.lower() in LOCAL_NAMES
 
 
 def files_version(paths: Sequence[Path]) -> str:
@@ -70,6 +87,9 @@ def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:
         server_version = "veriloop-view"
 
         def do_GET(self) -> None:  # the name http.server dispatches to
+            if not is_local_host(self.headers.get("Host")):
+                self._send(b"", "text/plain; charset=utf-8", HTTPStatus.FORBIDDEN)
+                return
             path = self.path.split("?", 1)[0]
             try:
                 if path == VERSION_PATH:
