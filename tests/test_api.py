@@ -316,6 +316,15 @@ def test_a_reply_with_a_lone_surrogate_is_recorded_with_it_replaced_and_counted(
     assert (call.response, call.surrogates_replaced, trajectory.final_text) == ("4\ufffd\ufffd", 2, "4\ufffd\ufffd")
 
 
+def test_a_check_error_with_a_lone_surrogate_is_recorded_and_fed_back_replaced(tmp_path):
+    llm = Script("5", "4")
+    task = Task.from_records(ROWS[:1], prompt="Compute {q}.", check=lambda row, answer: answer == "4" or "not\ud800 4")
+    veriloop.evaluate(task, ["backprompt"], model=llm, out=tmp_path / "run", cache=False)
+    (trajectory,) = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
+    assert trajectory.rounds[0].verdict.errors[0].message == "not\ufffd 4"
+    assert llm.sent[1][-1]["content"] == f"{REJECT}: not\ufffd 4.\n{REASK}"
+
+
 def test_task_from_jsonl_reports_the_bad_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"q": "1"}\n[1, 2]\n')

@@ -9,7 +9,7 @@ Text that cannot be stored: a Python string may hold lone surrogates (U+D800 to 
 e.g. from a JSON `"\\ud800"` escape), which no UTF-8 file, cache key or record can carry.
 Such text is made storable once, where it enters veriloop (`storable_text`, `storable`):
 a model's reply (every `Completion`), the messages the episode sends, data rows (task
-records, data files) and tool observations. Each lone surrogate becomes U+FFFD (the
+records, data files), tool observations and a check's errors (`VerdictError`). Each lone surrogate becomes U+FFFD (the
 replacement character), and a reply records how many it lost (`Completion` and
 `CallRecord.surrogates_replaced`); nothing downstream checks again.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .selfcheck.records import SolutionCheck
 
@@ -97,6 +97,12 @@ class VerdictError(BaseModel):
     kind: str
     message: str
     where: str | None = None
+
+    @field_validator("kind", "message", "where")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        # A check is the user's code: its words enter here, and go into records and prompts.
+        return None if value is None else storable_text(value)[0]
 
 
 class Candidate(BaseModel):
