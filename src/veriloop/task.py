@@ -66,8 +66,9 @@ def same_answer(answer: str, reference: Any) -> bool:
 
 class Task:
     """A domain made of records. `rows` are mappings (dicts, JSON objects); `prompt` is a
-    `str.format` template over a row's fields ("Solve: {question}") or a function from
-    the row to the prompt text or to chat messages; `check(row, answer)` is a check
+    template naming a row's fields ("Solve: {question}"; plain names only: no attribute,
+    index, position, conversion or format spec) or a function from the row to the prompt
+    text or to chat messages; `check(row, answer)` is a check
     function (see veriloop.checks) or None. `extract(reply)` picks the answer out of a
     reply (default: the whole reply, stripped). `critic_tools` are the tools CRITIC's
     critic may call on this task (e.g. ("python", "calculator")) and `max_corrections` its
