@@ -58,7 +58,17 @@ ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
     "bad_gateway": (502, {"Content-Type": "text/html"}, b"<html>FAULT bad gateway</html>"),
     "web_page": (200, {"Content-Type": "text/html"}, b"<html><body>FAULT a login page</body></html>"),
     "other_api": (200, {"Content-Type": "application/json"}, b'{"result": "FAULT", "status": "done"}'),
+    "unauthorized": (401, {"Content-Type": "application/json"},
+                     b'{"error": {"message": "Incorrect API key provided: KEY", "code": "invalid_api_key"}}'),
+    "forbidden_region": (403, {"Content-Type": "application/json"},
+                         b'{"error": {"message": "Country, region, or territory not supported", '
+                         b'"code": "unsupported_country_region_territory"}}'),
+    "echo_key": (503, {"Content-Type": "text/plain"}, b"FAULT overloaded; your request had Authorization: KEY"),
+    "large": (200, {"Content-Type": "application/json"}, completion("x" * 5000)),
 }
+# Answers the handler makes itself: "never" holds the request unanswered until the server
+# stops; "dribble" sends a completion one byte at a time (every `dribble` seconds);
+# "endless" sends a body without a length that never ends (until the client leaves).
 
 
 class FaultServer:
@@ -66,10 +76,13 @@ class FaultServer:
     the good completion for "ok". It records when each request arrived and the most
     requests it held at once; `latency` keeps each request in flight that long."""
 
-    def __init__(self, script: list[str], then: str = "ok", latency: float = 0.0, text: str = GOOD) -> None:
-        self.script, self.then, self.latency, self.text = script, then, latency, text
+    def __init__(self, script: list[str], then: str = "ok", latency: float = 0.0, text: str = GOOD,
+                 dribble: float = 0.05) -> None:
+        self.script, self.then, self.latency, self.text, self.dribble = script, then, latency, text, dribble
         self.arrivals: list[float] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.stopping = threading.Event()
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         fault_server = self
@@ -81,6 +94,7 @@ class FaultServer:
                     index = len(fault_server.arrivals)
                     fault_server.arrivals.append(time.monotonic())
                     fault_server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    fault_server.paths.append(self.path)
                     fault_server.in_flight += 1
                     fault_server.max_in_flight = max(fault_server.max_in_flight, fault_server.in_flight)
                 try:
@@ -98,16 +112,43 @@ class FaultServer:
                     self.request.close()
                     self.close_connection = True
                     return
+                if kind in ("never", "dribble", "endless"):
+                    self.slowly(kind)
+                    return
                 status, headers, body = (
                     (200, {"Content-Type": "application/json"}, completion(fault_server.text))
                     if kind == "ok" else ANSWERS[kind]
                 )
+                body = body.replace(b"KEY", self.headers.get("Authorization", "").removeprefix("Bearer ").encode())
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def slowly(self, kind: str) -> None:
+                self.close_connection = True
+                if kind == "never":
+                    fault_server.stopping.wait()
+                    return
+                body = completion(fault_server.text)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if kind == "dribble":
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    if kind == "dribble":
+                        for byte in body:
+                            if fault_server.stopping.wait(fault_server.dribble):
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                    while kind == "endless" and not fault_server.stopping.is_set():
+                        self.wfile.write(b" " * 65536)
+                except OSError:  # the client left, as it should
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -127,6 +168,7 @@ class FaultServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
@@ -283,12 +325,13 @@ def test_an_exhausted_budget_stops_with_one_line_naming_the_server_and_the_last_
     message = str(info.value)
     assert "\n" not in message
     assert message == (
-        f"the model server at {server.url} kept failing for 10 s ({server.requests} attempts, retry budget 10 s); "
-        "last error: 503 Service Unavailable ('FAULT upstream overloaded'); check that it is running and "
-        "reachable, then re-run (finished work is kept)"
+        f"the model server at {server.url} kept failing for {round(sum(fake.waits), 1):g} s ({server.requests} "
+        "attempts, retry budget 10 s); last error: 503 Service Unavailable ('FAULT upstream overloaded'); check that "
+        "it is running and reachable, then re-run (finished work is kept)"
     )
-    # The last wait is cut to what the budget has left, so the budget is used to its end.
-    assert sum(fake.waits) == pytest.approx(10)
+    # The last wait is cut to half of what the budget has left: the last attempt has the
+    # other half (an attempt never outlives the budget), and the budget is used to its end.
+    assert sum(fake.waits[:-1]) + 2 * fake.waits[-1] == pytest.approx(10)
     assert server.requests == len(fake.waits) + 1 >= 5
     assert cached_texts(tmp_path / "calls.sqlite") == []
 
@@ -487,6 +530,275 @@ def test_an_experiment_model_entry_takes_a_deployment_and_a_retry_budget(tmp_pat
     assert (model.identity, model.inner.retry_budget, model.inner.preferred_concurrency) == (
         "default@deployment:prod", 30, 3)
     asyncio.run(model.aclose())
+
+
+# ---------------------------------------------------------------- a server that stalls (issue 25, item 5)
+
+
+def test_a_request_never_answered_is_abandoned_at_the_stall_limit():
+    with FaultServer(["never"]) as server:
+        with pytest.raises(ModelTransportError) as info:
+            generate(client(server.url, retry_budget=0, stall_timeout=0.2))
+    assert str(info.value) == (
+        f"the model server at {server.url} kept failing for 0 s (1 attempt, retry budget 0 s); last error: no byte "
+        "from the server for 0.2 s (the stall limit; raise it with --stall-timeout or stall_timeout); check that it "
+        "is running and reachable, then re-run (finished work is kept)"
+    )
+
+
+def test_a_server_dribbling_bytes_is_abandoned_at_the_attempt_limit():
+    # A byte every 0.02 s never trips the stall limit; the attempt's total limit ends it.
+    with FaultServer(["dribble"], dribble=0.02) as server:
+        with pytest.raises(ModelTransportError, match=r"; last error: no complete reply within 0\.3 s \(the attempt "
+                           r"limit; raise it with --attempt-timeout or attempt_timeout\); check that"):
+            generate(client(server.url, retry_budget=0, stall_timeout=5, attempt_timeout=0.3))
+
+
+def test_an_attempt_after_a_fault_never_outlives_the_retry_budget():
+    # 0.4 s of budget: the backoff (at least 0.25 s) is cut to half of it, and the attempt
+    # after it, the last, has the other half, however long the server would take.
+    fake = FakeTime()
+    with FaultServer(["unavailable", "never"]) as server:
+        with pytest.raises(ModelTransportError) as info:
+            generate(client(server.url, fake, retry_budget=0.4))
+    assert fake.waits == [pytest.approx(0.2)]
+    assert str(info.value) == (
+        f"the model server at {server.url} kept failing for 0.2 s (2 attempts, retry budget 0.4 s); last error: "
+        "no complete reply within 0.2 s (what the retry budget had left); check that it is running and reachable, "
+        "then re-run (finished work is kept)"
+    )
+
+
+@pytest.mark.parametrize("kind", ["large", "endless"])
+def test_a_reply_larger_than_the_limit_is_a_fault_read_no_further(kind):
+    # "large" declares its length; "endless" never ends, so only a read that stops at the
+    # limit returns (the attempt limit is the guard, and would name itself).
+    with FaultServer([kind]) as server:
+        with pytest.raises(ModelTransportError, match=r"; last error: a reply larger than 1000 bytes \(the reply size "
+                           r"limit; raise it with --max-reply-bytes or max_reply_bytes\); check that"):
+            generate(client(server.url, retry_budget=0, max_reply_bytes=1000, attempt_timeout=20))
+
+
+def test_a_reply_within_the_limit_is_read_whole():
+    with FaultServer(["large"]) as server:
+        (result,) = generate(client(server.url, max_reply_bytes=6000))
+    assert result.text == "x" * 5000
+
+
+def test_retries_show_on_the_progress_line_until_the_answer_comes():
+    import io
+
+    from rich.console import Console
+
+    from veriloop.progress import ProgressReporter
+
+    printed = io.StringIO()
+    reporter = ProgressReporter("run", live=False, console=Console(file=printed, width=200), now=lambda: 0.0)
+    seen: list[str] = []
+    fake = FakeTime()
+
+    async def sleep(seconds: float) -> None:
+        seen.append(reporter.status())
+        await fake.sleep(seconds)
+
+    with FaultServer(["unavailable", "never", "reset"]) as server:
+        model = OpenAICompatModel("default", base_url=server.url, api_key="k", sleep=sleep, clock=fake.clock,
+                                  stall_timeout=0.2)
+
+        async def go() -> list[Any]:
+            with reporter:
+                reporter.update(0, 1)
+                try:
+                    return await model.generate(QUESTION, GenParams(max_tokens=8))
+                finally:
+                    await model.aclose()
+
+        (result,) = asyncio.run(go())
+    assert result.text == GOOD
+    assert [line.split(", 0 calls")[0] for line in seen] == [
+        "0/1, waiting for the server: 1 retry, 0 stalled",
+        "0/1, waiting for the server: 2 retries, 1 stalled",
+        "0/1, waiting for the server: 3 retries, 1 stalled",
+    ]
+    assert "waiting" not in reporter.status()  # the answer came
+    # Without a live bar, one line when the waiting starts (then at most every 10 s).
+    assert [line for line in printed.getvalue().splitlines() if "waiting" in line] == [
+        "run: waiting for the server: 1 retry, 0 stalled"
+    ]
+
+
+def test_the_limits_are_refused_unless_positive():
+    for options, message in [
+        ({"stall_timeout": 0}, "the stall timeout must be a number of seconds above 0, not 0"),
+        ({"attempt_timeout": float("inf")}, "the attempt timeout must be a number of seconds above 0, not inf"),
+        ({"max_reply_bytes": 0}, "the reply size limit must be a number of bytes, at least 1, not 0"),
+    ]:
+        with pytest.raises(VeriloopError, match=f"^{message}$"):
+            client("http://127.0.0.1:9/v1", **options)
+
+
+def test_the_cli_takes_the_stall_limit(tmp_path):
+    from test_cli import veriloop
+    from test_user_errors import the_error
+
+    with FaultServer([], then="never") as server:
+        proc = veriloop("run", "--model", "openai/default", "--base-url", server.url, "-n", "1", "-s", "standard",
+                        "--retry-budget", "0", "--stall-timeout", "0.2", "--no-cache", "--out", str(tmp_path / "run"),
+                        home=tmp_path / "home")
+    assert the_error(proc) == (
+        f"error: the model server at {server.url} kept failing for 0 s (1 attempt, retry budget 0 s); last error: no "
+        "byte from the server for 0.2 s (the stall limit; raise it with --stall-timeout or stall_timeout); check that "
+        "it is running and reachable, then re-run (finished work is kept)"
+    )
+
+
+# ---------------------------------------------------------------- bad base URLs (issue 25, items 8 and 9)
+
+
+OPTION = "(--base-url, an experiment's base_url or VERILOOP_BASE_URL)"
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("file:///etc/passwd", "is a file:// URL; a model server is reached over http:// or https://, "
+                           "e.g. http://localhost:8000/v1"),
+    ("ftp://example.com/v1", "is a ftp:// URL; a model server is reached over http:// or https://, "
+                             "e.g. http://localhost:8000/v1"),
+    ("localhost:8000/v1", "has no scheme; write it with http:// or https://, e.g. http://localhost:8000/v1"),
+    ("http://[::1", "is malformed (Invalid IPv6 URL); write it as http://HOST:PORT/PATH, e.g. http://localhost:8000/v1"),
+    ("http://127.0.0.1:99999/v1", "is malformed (Port out of range 0-65535); write it as http://HOST:PORT/PATH, "
+                                  "e.g. http://localhost:8000/v1"),
+    ("http://127.0.0.1:eighty/v1", "is malformed (Port could not be cast to integer value as 'eighty'); write it as "
+                                   "http://HOST:PORT/PATH, e.g. http://localhost:8000/v1"),
+    ("http:///v1", "has no host; write it as http://HOST:PORT/PATH, e.g. http://localhost:8000/v1"),
+])
+def test_a_base_url_no_request_could_use_is_refused_at_once_in_one_line(url, why):
+    with pytest.raises(VeriloopError) as info:
+        OpenAICompatModel("default", base_url=url, api_key="k")
+    assert str(info.value) == f"the base URL {url!r} {OPTION} {why}"
+
+
+def test_the_cli_refuses_a_scheme_less_base_url_without_retrying(tmp_path):
+    from test_cli import veriloop
+
+    proc = veriloop("run", "--model", "openai/default", "--base-url", "localhost:8000/v1", "-n", "1", "-s", "standard",
+                    "--out", str(tmp_path / "run"), home=tmp_path / "home")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [
+        f"error: the base URL 'localhost:8000/v1' {OPTION} has no scheme; write it with http:// or https://, "
+        "e.g. http://localhost:8000/v1"
+    ]
+
+
+# ---------------------------------------------------------------- secrets in a base URL (issue 25, item 3)
+
+
+def test_credentials_in_a_base_url_are_refused_without_showing_them():
+    with pytest.raises(VeriloopError) as info:
+        OpenAICompatModel("default", base_url="http://alice:PASSWORD123@127.0.0.1:9/v1?api-key=SECRET123", api_key="k")
+    assert str(info.value) == (
+        f"the base URL 'http://127.0.0.1:9/v1' {OPTION} holds a user name or password (USER:PASSWORD@); remove them "
+        "from the URL and give the key with --api-key, VERILOOP_API_KEY or an experiment's api_key_env (a key is "
+        "never recorded)"
+    )
+
+
+def test_secret_query_parameters_are_kept_out_of_every_recorded_url():
+    from veriloop.models.openai_compat import url_without_secrets
+
+    url = "https://Api.Example.com/v1?api-version=2024-06-01&api-key=S1&key=S2&access_token=S3&sig=S4&X-Api-Key=S5#f"
+    assert url_without_secrets(url) == "https://Api.Example.com/v1?api-version=2024-06-01"
+    assert url_without_secrets("http://u:p@h:8/v1?token=t") == "http://h:8/v1"
+    assert url_without_secrets("http://u:p@[::1/v1?token=t") == "http://[::1/v1"  # too broken to parse
+    assert normalise_url(url) == "https://api.example.com/v1?api-version=2024-06-01"
+    model = OpenAICompatModel("default", base_url="http://127.0.0.1:9/v1?api_key=SECRET&api-version=1", api_key="k")
+    assert model.identity == "default@http://127.0.0.1:9/v1?api-version=1"
+
+
+def test_a_key_echoed_by_the_server_is_masked_in_every_message():
+    key = "sk-test-0123456789abcdef"
+    with FaultServer(["echo_key"]) as server:
+        with pytest.raises(ModelTransportError) as info:
+            generate(OpenAICompatModel("default", base_url=server.url, api_key=key, retry_budget=0))
+    assert str(info.value) == (
+        f"the model server at {server.url} kept failing for 0 s (1 attempt, retry budget 0 s); last error: 503 Service "
+        "Unavailable ('FAULT overloaded; your request had Authorization: ***'); check that it is running and "
+        "reachable, then re-run (finished work is kept)"
+    )
+    # A secret in the URL's query is masked as the key is, and the URL is shown without it.
+    with FaultServer(["unauthorized"]) as server:
+        with pytest.raises(VeriloopError) as info:
+            generate(OpenAICompatModel("default", base_url=server.url + "?key=QUERYSECRET99", api_key=key))
+    assert str(info.value) == (
+        f"the server at {server.url} refused the API key (401 Unauthorized: 'Incorrect API key provided: ***'); set "
+        "VERILOOP_API_KEY (or OPENAI_API_KEY) or pass --api-key"
+    )
+    assert server.paths == ["/v1/chat/completions?key=QUERYSECRET99"]  # the server still gets it
+
+
+def test_a_short_key_is_masked_only_where_it_stands_alone():
+    model = OpenAICompatModel("default", base_url="http://127.0.0.1:9/v1", api_key="k1")
+    assert model._masked("kept k1, k12 and ok1") == "kept ***, k12 and ok1"
+
+
+def test_a_403_is_reported_with_the_servers_reason():
+    with FaultServer(["forbidden_region"]) as server:
+        with pytest.raises(VeriloopError) as info:
+            generate(client(server.url))
+    assert str(info.value) == (
+        f"the server at {server.url} forbade the request (403 Forbidden): 'Country, region, or territory not supported'"
+    )
+    assert server.requests == 1
+
+
+def test_the_cli_records_a_base_url_without_its_secrets(tmp_path):
+    from test_cli import veriloop
+
+    with FaultServer([]) as server:
+        proc = veriloop("run", "--model", "openai/default", "--base-url", f"{server.url}?api-key=SECRETVALUE123",
+                        "-n", "1", "-s", "standard", "--out", str(tmp_path / "run"), home=tmp_path / "home")
+    assert proc.returncode == 0, proc.stderr
+    assert server.paths == ["/v1/chat/completions?api-key=SECRETVALUE123"]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (config["base_url"], config["spec"]["models"]["main"]["base_url"], config["model_identity"]) == (
+        server.url, server.url, f"default@{server.url}")
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert written and [path for path in written if b"SECRETVALUE123" in path.read_bytes()] == []
+    assert "SECRETVALUE123" not in proc.stdout + proc.stderr
+
+
+def test_the_cli_refuses_a_password_in_the_base_url_and_writes_nothing_of_it(tmp_path):
+    from test_cli import veriloop
+
+    proc = veriloop("run", "--model", "openai/default", "--base-url", "http://alice:PASSWORD123@127.0.0.1:9/v1",
+                    "-n", "1", "-s", "standard", "--out", str(tmp_path / "run"), home=tmp_path / "home")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [
+        f"error: the base URL 'http://127.0.0.1:9/v1' {OPTION} holds a user name or password (USER:PASSWORD@); remove "
+        "them from the URL and give the key with --api-key, VERILOOP_API_KEY or an experiment's api_key_env (a key is "
+        "never recorded)"
+    ]
+    assert [path for path in tmp_path.rglob("*") if path.is_file() and b"PASSWORD123" in path.read_bytes()] == []
+
+
+def test_an_experiments_records_hold_its_base_urls_without_secrets(tmp_path):
+    from veriloop.experiment.engine import plan, write_spec
+    from veriloop.experiment.spec import Experiment
+
+    url = "http://127.0.0.1:9/v1?api-version=1&api_key=SECRETVALUE123"
+    experiment = Experiment.model_validate({
+        "name": "e", "domains": [{"name": "game24", "n": 1}], "strategies": ["standard"],
+        "models": {"main": {"id": "openai/default", "base_url": url}},
+    })
+    (cell,) = plan(experiment, tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    write_spec(tmp_path / "out", experiment)
+    assert "SECRETVALUE123" not in json.dumps(cell.config, default=str)
+    assert cell.config["base_url"] == "http://127.0.0.1:9/v1?api-version=1"
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file() and b"SECRETVALUE123" in p.read_bytes()] == []
+    # Read back to run (eval_experiment's overrides), the URL is whole.
+    assert experiment.model_dump(context={"with_secrets": True})["models"]["main"]["base_url"] == url
 
 
 # ---------------------------------------------------------------- text that cannot be stored (issue 25, item 1)

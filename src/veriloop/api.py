@@ -286,8 +286,9 @@ async def aeval_experiment(
     from .experiment.spec import find_experiment, load_experiment, parse_experiment
 
     if isinstance(experiment, Spec):
-        spec = experiment if not overrides else parse_experiment(_toml_of(experiment.model_dump()), "experiment",
-                                                                  overrides)
+        # Read back to run: the base URLs whole (a plain dump drops their credentials).
+        spec = experiment if not overrides else parse_experiment(
+            _toml_of(experiment.model_dump(context={"with_secrets": True})), "experiment", overrides)
     elif isinstance(experiment, Mapping):
         spec = parse_experiment(_toml_of(experiment), "experiment", overrides)
     else:

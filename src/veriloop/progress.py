@@ -4,7 +4,10 @@ A job reports its own unit (trajectories, judged candidates, checked steps) with
 total, which gives the estimate of the time left. One unit can take minutes on a CPU, so
 the model calls are counted beside it: the doors to the model (`Episode.call`, SelfCheck's
 direct calls) call `count_calls`, which reaches the reporter that is open in the running
-task through a context variable, without the jobs passing it down."""
+task through a context variable, without the jobs passing it down. A server client reports
+its retries the same way (`server_retried`, `server_settled`): while any call waits on a
+struggling server the status says so ("waiting for the server: 2 retries, 1 stalled"), and
+without a live bar a line says it when the waiting starts and every 10 s while it lasts."""
 
 from __future__ import annotations
 
@@ -27,6 +30,24 @@ def count_calls(n: int = 1) -> None:
     reporter = _open.get()
     if reporter is not None:
         reporter.calls_done(n)
+
+
+def server_retried(first: bool, stalled: bool) -> None:
+    """Tell the progress display open in this task that a server call faulted and is
+    retried (`first`: its first retry; `stalled`: abandoned for slowness)."""
+    reporter = _open.get()
+    if reporter is not None:
+        reporter.server_retry(first, stalled)
+
+
+def server_settled() -> None:
+    """Tell the progress display that a call which was retried has its answer, or gave up."""
+    reporter = _open.get()
+    if reporter is not None:
+        reporter.server_settle()
+
+
+WAITING_LINE_SECONDS = 10.0  # without a live bar, the waiting line is repeated at most this often
 
 
 def clock(seconds: float) -> str:
@@ -96,6 +117,9 @@ class ProgressReporter:
         self.counts_calls = counts_calls  # off for work that calls no model (a pack's bytes)
         self.done = 0
         self.total: int | None = None
+        # Calls waiting on a struggling server, and the retries and stalls since none was.
+        self.waiting = self.retries = self.stalls = 0
+        self._waiting_said: float | None = None
         self._now = now
         self._started = now()
         self._pace_from: tuple[int, float] | None = None  # units done and the time, at the stage's first report
@@ -125,6 +149,31 @@ class ProgressReporter:
         """Count `n` model samples that came back (the live bar shows the count at once)."""
         self.calls += n
 
+    def server_retry(self, first: bool, stalled: bool) -> None:
+        """A server call faulted and is retried (see `server_retried`)."""
+        self.waiting += first
+        self.retries += 1
+        self.stalls += stalled
+        if self.live or not self.plain_lines:
+            return
+        now = self._now()
+        if self._waiting_said is None or now - self._waiting_said >= WAITING_LINE_SECONDS:
+            self._waiting_said = now
+            self.console.print(f"{self.description}: {self.waiting_status()}", highlight=False)
+
+    def server_settle(self) -> None:
+        """A call that was retried is done (see `server_settled`)."""
+        self.waiting = max(0, self.waiting - 1)
+        if not self.waiting:
+            self.retries = self.stalls = 0
+            self._waiting_said = None
+
+    def waiting_status(self) -> str:
+        """`waiting for the server: 2 retries, 1 stalled` while calls wait on it, else ''."""
+        if not self.waiting:
+            return ""
+        return f"waiting for the server: {self.retries} retr{'y' if self.retries == 1 else 'ies'}, {self.stalls} stalled"
+
     def tokens_done(self, n: int) -> None:
         """Count `n` tokens (prompt and completion) of the calls that came back."""
         self.tokens += n
@@ -144,6 +193,8 @@ class ProgressReporter:
         calls = f"{self.calls} call{'' if self.calls == 1 else 's'}, " if self.counts_calls else ""
         if self.tokens:
             calls += f"{_count(self.tokens)} tok, "
+        if self.waiting:
+            calls = f"{self.waiting_status()}, {calls}"
         return f"{shown}, {calls}{clock(self._now() - self._started)}, eta {clock(left) if left is not None else '?'}"
 
     def update(self, done: int, total: int | None) -> None:

@@ -38,6 +38,9 @@ def chat(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
 ) -> None:
     """An interactive CRITIC agent in the terminal.
 
@@ -91,5 +94,6 @@ def chat(
                 break
 
     choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget)
+                         retry_budget=retry_budget, stall_timeout=stall_timeout,
+                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
     run_on_model(choice, session)

@@ -78,6 +78,19 @@ class Opt:
         help="With --base-url: how long one request keeps being retried through server faults (resets, 429, 5xx, "
         "invalid JSON) before the run stops (default: 120).",
     )]
+    StallTimeout = Annotated[float | None, typer.Option(
+        metavar="SECONDS", min=0.001,
+        help="With --base-url: abandon an attempt (and retry it within the retry budget) after this long without a "
+        "byte from the server; a reply is not streamed, so a slow server needs the time of a whole reply (default: 60).",
+    )]
+    AttemptTimeout = Annotated[float | None, typer.Option(
+        metavar="SECONDS", min=0.001,
+        help="With --base-url: the longest one attempt may take, reply read, before it is retried (default: 600).",
+    )]
+    MaxReplyBytes = Annotated[int | None, typer.Option(
+        metavar="BYTES", min=1,
+        help="With --base-url: a larger reply is abandoned as a fault and retried (default: 8388608, 8 MiB).",
+    )]
     Cache = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
     Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
     Seed = Annotated[int, typer.Option(help="Base seed.")]
@@ -140,7 +153,8 @@ def tool_settings(
 @dataclass(frozen=True)
 class ModelChoice:
     """The model options of a command (--model, --base-url, --api-key, --cache, --no-cache,
-    --threads, --deployment, --retry-budget as typed, and --concurrency where there is one)."""
+    --threads, --deployment, --retry-budget, --stall-timeout, --attempt-timeout, --max-reply-bytes as typed, and
+    --concurrency where there is one)."""
 
     model: str
     base_url: str | None = None
@@ -151,6 +165,9 @@ class ModelChoice:
     deployment: str | None = None
     retry_budget: float | None = None
     concurrency: int | None = None
+    stall_timeout: float | None = None
+    attempt_timeout: float | None = None
+    max_reply_bytes: int | None = None
 
     def load(self) -> Model:
         from ..models import load_model
@@ -160,6 +177,7 @@ class ModelChoice:
         return load_model(
             self.model, base_url=self.base_url, api_key=self.api_key, cache_path=self.cache, use_cache=self.use_cache,
             threads=threads, concurrency=self.concurrency, deployment=self.deployment, retry_budget=self.retry_budget,
+            stall_timeout=self.stall_timeout, attempt_timeout=self.attempt_timeout, max_reply_bytes=self.max_reply_bytes,
         )
 
 

@@ -96,6 +96,9 @@ def self_verification(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
     executor: Opt.Executor = "local",
     address: Opt.Address = None,
     shard_size: Opt.ShardSize = None,
@@ -113,6 +116,8 @@ def self_verification(
     sets = set_items({
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
         "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
+        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
+        "models.main.max_reply_bytes": max_reply_bytes,
         "n": instances, "max_rounds": max_rounds, "seeds": None if seed is None else [seed],
         "data_root": data_root, "report_options.verification_instances": verification_instances,
     }) + list(set_ or [])
@@ -183,6 +188,9 @@ def critic(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
     executor: Opt.Executor = "local",
     address: Opt.Address = None,
     shard_size: Opt.ShardSize = None,
@@ -204,6 +212,8 @@ def critic(
     sets = set_items({
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
         "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
+        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
+        "models.main.max_reply_bytes": max_reply_bytes,
         "n": instances, "data_root": data_root, "tools.search_url": search_url, "tools.toxicity": toxicity_backend,
         "tools.allow_unisolated": allow_unisolated or None,
         "report_options.hallucination_samples": hallucination_samples,
@@ -284,6 +294,9 @@ def selfcheck(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
     executor: Opt.Executor = "local",
     address: Opt.Address = None,
     shard_size: Opt.ShardSize = None,
@@ -305,6 +318,8 @@ def selfcheck(
     items: dict[str, object] = {
         "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
         "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
+        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
+        "models.main.max_reply_bytes": max_reply_bytes,
         "n": questions, "data_root": data_root, "seeds": None if seed is None else [seed],
         "report_options.majority_cap": majority_cap,
     }

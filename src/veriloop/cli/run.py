@@ -106,11 +106,12 @@ def run_spec(
     check: str | None, reference_field: str | None, id_field: str | None, data: Path | None, offset: int, n: int,
     options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int, concurrency: int | None,
     search_corpus: Path | None, search_url: str | None, toxicity_backend: str, allow_unisolated: bool,
-    deployment: str | None = None, retry_budget: float | None = None,
+    deployment: str | None = None, retry_budget: float | None = None, server_limits: dict[str, Any] | None = None,
 ) -> Experiment:
     """`run`'s flags as the experiment spec `veriloop eval` reads from a file: one model,
     one domain or task, the strategies and one seed. A value the spec refuses is an
-    error naming the flag."""
+    error naming the flag. `server_limits`: the model entry's stall_timeout,
+    attempt_timeout and max_reply_bytes."""
     from pydantic import ValidationError
 
     from ..experiment.spec import Experiment
@@ -127,7 +128,8 @@ def run_spec(
     fields = {
         "name": f"run {task.stem if task else domain}",
         "models": {"main": {"id": model, "base_url": base_url, "deployment": deployment, "retry_budget": retry_budget,
-                            "threads": None if threads is None else thread_count(threads, "--threads")}},
+                            "threads": None if threads is None else thread_count(threads, "--threads"),
+                            **(server_limits or {})}},
         "tasks" if task is not None else "domains": [entry],
         "strategies": strategies, "seeds": [seed], "n": n, "max_rounds": max_rounds, "k": k,
         "concurrency": concurrency, "tools": tools,
@@ -188,6 +190,9 @@ def run(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -214,6 +219,7 @@ def run(
     from .. import __version__
     from ..experiment.engine import build_domain, tools_for
     from ..experiment.runner import check_run_dir, run_experiment
+    from ..models.openai_compat import url_without_secrets
     from ..strategies import parse_strategy, split_specs
 
     with_task: dict[str, object] = {
@@ -221,6 +227,8 @@ def run(
     }
     check_task_options(domain, task, data, domain_option, with_task)
     where = ExecutorChoice(executor, address, shard_size)
+    limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
+                              "max_reply_bytes": max_reply_bytes}
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
         model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
@@ -228,7 +236,7 @@ def run(
         options=domain_options(domain_option or []), strategies=specs, seed=seed, max_rounds=max_rounds, k=k,
         concurrency=concurrency, search_corpus=search_corpus, search_url=search_url,
         toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated, deployment=deployment,
-        retry_budget=retry_budget,
+        retry_budget=retry_budget, server_limits=limits,
     )
     defaults: dict[str, object] = {"max_rounds": max_rounds, "k": k}
     strategies = [parse_strategy(s, defaults) for s in specs]
@@ -237,7 +245,8 @@ def run(
     # The settings that define the run (experiment.identity), and the whole spec the flags
     # filled, so the run can be re-created from its config.json.
     config: dict[str, object] = {
-        "model": model, "base_url": base_url, **planned.config, "strategy_defaults": defaults,
+        "model": model, "base_url": url_without_secrets(base_url) if base_url else None, **planned.config,
+        "strategy_defaults": defaults,
         "spec": spec.model_dump(), "veriloop_version": __version__,
     }
     config.setdefault("data", None)
@@ -254,7 +263,7 @@ def run(
                       title=label, experiment=spec)
         result = run_job_on_ray(ray_job, model=model, base_url=base_url, api_key=api_key, cache=cache,
                                 use_cache=not no_cache, threads=threads, concurrency=concurrency, deployment=deployment,
-                                retry_budget=retry_budget, where=where)
+                                retry_budget=retry_budget, where=where, **limits)
         print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
         return
     toolbox = tools_for(spec, planned)
@@ -266,7 +275,7 @@ def run(
         )
 
     choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
-                         deployment=deployment, retry_budget=retry_budget, concurrency=concurrency)
+                         deployment=deployment, retry_budget=retry_budget, concurrency=concurrency, **limits)
     result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
     print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
 
@@ -289,7 +298,7 @@ def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], i
 def run_job_on_ray(
     job: Job, *, model: str, base_url: str | None, api_key: str | None, cache: Path | None, use_cache: bool,
     threads: str | None, concurrency: int | None, deployment: str | None, retry_budget: float | None,
-    where: ExecutorChoice,
+    where: ExecutorChoice, **server_limits: Any,
 ) -> RunResult:
     """`run`'s one run directory filled by Ray workers of its model."""
     import asyncio
@@ -302,7 +311,7 @@ def run_job_on_ray(
 
     workers_model = recipe("main", model, base_url=base_url, api_key=api_key, concurrency=concurrency,
                            threads=None if threads is None else thread_count(threads, "--threads"),
-                           deployment=deployment, retry_budget=retry_budget, cached=use_cache)
+                           deployment=deployment, retry_budget=retry_budget, cached=use_cache, **server_limits)
     executor = RayExecutor({"main": workers_model}, address=where.address, concurrency=concurrency,
                            cache_path=(cache or default_cache_path()) if use_cache else None,
                            shard_size=where.shard_size)

@@ -55,6 +55,9 @@ def selfcheck(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
 ) -> None:
     """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
     what it uses, an independent redo, and whether the redo supports it; then the
@@ -74,7 +77,8 @@ def selfcheck(
         return await check_solution(s.model, question_text, solution_text, settings, on_progress=s.progress.update)
 
     choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget)
+                         retry_budget=retry_budget, stall_timeout=stall_timeout,
+                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
     check, _ = run_on_model(choice, job, progress="selfcheck: steps checked")
     accepted = check.confidence > threshold
     if as_json:

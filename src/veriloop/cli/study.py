@@ -30,6 +30,9 @@ def verification(
     threads: Opt.Threads = None,
     deployment: Opt.Deployment = None,
     retry_budget: Opt.RetryBudget = None,
+    stall_timeout: Opt.StallTimeout = None,
+    attempt_timeout: Opt.AttemptTimeout = None,
+    max_reply_bytes: Opt.MaxReplyBytes = None,
 ) -> None:
     """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
@@ -48,7 +51,8 @@ def verification(
         )
 
     choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget)
+                         retry_budget=retry_budget, stall_timeout=stall_timeout,
+                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
     items, calls = run_on_model(choice, job, progress=f"{domain}: verification study", kept_in=study_dir)
     table = verification_table(items, [domain])
     (study_dir / "table2.md").write_text(table)

@@ -492,7 +492,7 @@ def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,
         recipes[name] = recipe(name, entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys),
                                threads=entry.threads,
                                context=entry.context, concurrency=entry.concurrency or experiment.concurrency,
-                               deployment=entry.deployment, retry_budget=entry.retry_budget,
+                               deployment=entry.deployment, **entry.server_limits(),
                                cached=use_cache and entry.cache)
     return recipes
 
@@ -500,4 +500,8 @@ def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,
 def recipe(name: str, model_id: str, *, api_key: str | None = None, **options: Any) -> ModelRecipe:
     if model_id.startswith("openai/") and api_key is None:
         api_key = os.environ.get("VERILOOP_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    if model_id.startswith("openai/") and options.get("base_url"):
+        from ..models.openai_compat import check_base_url
+
+        check_base_url(options["base_url"])  # here, in one line, rather than on every worker
     return ModelRecipe(name, model_id, api_key=api_key, **options)

@@ -28,6 +28,9 @@ class ModelRecipe:
     concurrency: int | None = None
     deployment: str | None = None
     retry_budget: float | None = None
+    stall_timeout: float | None = None
+    attempt_timeout: float | None = None
+    max_reply_bytes: int | None = None
     cached: bool = True  # its calls go through the driver's call cache
 
     @property
@@ -41,6 +44,8 @@ class ModelRecipe:
         return load_backend(
             self.id, base_url=self.base_url, api_key=self.api_key, threads=self.threads, context=self.context,
             concurrency=self.concurrency, deployment=self.deployment, retry_budget=self.retry_budget,
+            stall_timeout=self.stall_timeout, attempt_timeout=self.attempt_timeout,
+            max_reply_bytes=self.max_reply_bytes,
         )
 
 

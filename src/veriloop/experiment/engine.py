@@ -124,6 +124,8 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
     """Every cell with its domain, strategy, run directory and what it already recorded.
     Loads data and checks each strategy against its domain, but loads no model; writes
     nothing, and refuses a directory another process holds (before any model loads)."""
+    from ..models.openai_compat import url_without_secrets
+
     refuse_if_held(out_dir)
     domains = {key: build_domain(experiment, experiment.domain_entry(key)) for key in experiment.domain_keys()}
     defaults: dict[str, object] = {"max_rounds": experiment.max_rounds, "k": experiment.k}
@@ -142,7 +144,7 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
             "experiment": experiment.name,
             "cell": {"model": cell.model, "domain": cell.domain, "strategy": cell.strategy, "seed": cell.seed,
                      "roles": dict(cell.roles)},
-            "model": model.id, "base_url": model.base_url,
+            "model": model.id, "base_url": url_without_secrets(model.base_url) if model.base_url else None,
             # Checked before any model loads, so a finished cell (which loads none) is
             # refused too when the file now names other models for it.
             "model_id": model.id,
@@ -328,7 +330,7 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
         if given and name in given:
             cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
             loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency,
-                                    deployment=entry.deployment, retry_budget=entry.retry_budget)
+                                    deployment=entry.deployment, **entry.server_limits())
             continue
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
@@ -339,7 +341,7 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
             # Without its own, a model is used at the experiment's concurrency: a server's
             # requests in flight are then bounded by it, every sample counted.
             concurrency=entry.concurrency or experiment.concurrency, deployment=entry.deployment,
-            retry_budget=entry.retry_budget,
+            **entry.server_limits(),
         )
     return loaded
 

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from ..datafiles import deepest_line
 from ..errors import VeriloopError
@@ -81,6 +90,10 @@ class ModelEntry(Roles):
     # URLs reach one deployment share cached answers when they give it the same name.
     deployment: str | None = Field(None, min_length=1)
     retry_budget: float | None = Field(None, ge=0)  # seconds a server's faults are retried (default 120)
+    # A server's limits per attempt, each a fault when reached (see models.openai_compat):
+    stall_timeout: float | None = Field(None, gt=0)  # seconds without a byte (default 60)
+    attempt_timeout: float | None = Field(None, gt=0)  # seconds for a whole reply (default 600)
+    max_reply_bytes: int | None = Field(None, ge=1)  # the largest reply (default 8 MiB)
     concurrency: int | None = Field(None, ge=1)  # trajectories at once; for a server, also requests in flight
     context: int | None = Field(None, ge=128)
     threads: int | None = Field(None, ge=1)
@@ -101,6 +114,21 @@ class ModelEntry(Roles):
             f"unknown model {value!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, or openai/<model> "
             "with base_url"
         )
+
+    def server_limits(self) -> dict[str, Any]:
+        """The server's retry budget and limits per attempt, as load_model takes them."""
+        return {"retry_budget": self.retry_budget, "stall_timeout": self.stall_timeout,
+                "attempt_timeout": self.attempt_timeout, "max_reply_bytes": self.max_reply_bytes}
+
+    @field_serializer("base_url")
+    def _recorded_url(self, value: str | None, info: SerializationInfo) -> str | None:
+        # A dump of the spec is a record (config.json, experiment.json): never with the
+        # URL's credentials. Only a dump read back into a spec to run asks for them.
+        if value is None or (info.context or {}).get("with_secrets"):
+            return value
+        from ..models.openai_compat import url_without_secrets
+
+        return url_without_secrets(value)
 
     def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.price.prompt + completion_tokens * self.price.completion) / 1e6

@@ -39,23 +39,28 @@ def _gguf_path(spec: str) -> Path:
 def load_backend(
     model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None,
     context: int | None = None, concurrency: int | None = None, deployment: str | None = None,
-    retry_budget: float | None = None,
+    retry_budget: float | None = None, stall_timeout: float | None = None, attempt_timeout: float | None = None,
+    max_reply_bytes: int | None = None,
 ) -> Model:
     """The bare backend for an id, without the cache. `threads`: llama.cpp's threads (default
     $VERILOOP_THREADS, else the CPU count) and `context` its context size in tokens; a
     server model has neither to set. `concurrency`: trajectories at once on the model (for
-    a server, also its requests in flight). `deployment` and `retry_budget` are a server
-    model's (see OpenAICompatModel)."""
+    a server, also its requests in flight). `deployment`, `retry_budget`, `stall_timeout`,
+    `attempt_timeout` and `max_reply_bytes` are a server model's (see OpenAICompatModel)."""
+    server_options = {"a deployment name": deployment, "a retry budget": retry_budget,
+                      "a stall timeout": stall_timeout, "an attempt timeout": attempt_timeout,
+                      "a reply size limit": max_reply_bytes}
     if model_id.startswith("openai/"):
         from .openai_compat import OpenAICompatModel
 
         return OpenAICompatModel(
             model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key, concurrency=concurrency or 8,
-            deployment=deployment, retry_budget=retry_budget,
+            deployment=deployment, retry_budget=retry_budget, stall_timeout=stall_timeout,
+            attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes,
         )
-    if deployment is not None or retry_budget is not None:
-        what = "a deployment name" if deployment is not None else "a retry budget"
-        raise VeriloopError(f"{what} applies to a server model (openai/<model>), not to {model_id!r}")
+    for what, value in server_options.items():
+        if value is not None:
+            raise VeriloopError(f"{what} applies to a server model (openai/<model>), not to {model_id!r}")
     spec = model_id.removeprefix("llamacpp/")
     if spec in PACKS:
         path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
@@ -88,11 +93,15 @@ def load_model(
     concurrency: int | None = None,
     deployment: str | None = None,
     retry_budget: float | None = None,
+    stall_timeout: float | None = None,
+    attempt_timeout: float | None = None,
+    max_reply_bytes: int | None = None,
 ) -> Model:
     """A backend wrapped in the call cache (unless use_cache is False)."""
     backend = load_backend(
         model_id, base_url=base_url, api_key=api_key, threads=threads, context=context, concurrency=concurrency,
-        deployment=deployment, retry_budget=retry_budget,
+        deployment=deployment, retry_budget=retry_budget, stall_timeout=stall_timeout,
+        attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes,
     )
     if not use_cache:
         return backend
@@ -125,6 +134,9 @@ def as_model(
     threads: int | None = None,
     deployment: str | None = None,
     retry_budget: float | None = None,
+    stall_timeout: float | None = None,
+    attempt_timeout: float | None = None,
+    max_reply_bytes: int | None = None,
 ) -> Model:
     """A Model from whatever names or wraps one:
 
@@ -141,8 +153,12 @@ def as_model(
     $VERILOOP_THREADS, else the CPU count). For a server model (an `openai/` id or a
     client): `deployment` names the server in the cache identity instead of its base URL
     (several URLs of one deployment then share cached answers), `retry_budget` is how many
-    seconds its faults are retried (default 120).
+    seconds its faults are retried (default 120); an attempt is abandoned, as a fault, after
+    `stall_timeout` seconds without a byte (default 60), after `attempt_timeout` seconds in
+    all (default 600), or when the reply exceeds `max_reply_bytes` (default 8 MiB).
     """
+    server: dict[str, Any] = dict(retry_budget=retry_budget, stall_timeout=stall_timeout,
+                                  attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
         spec, model_name = spec
     backend: Any
@@ -150,7 +166,7 @@ def as_model(
         return spec
     if isinstance(spec, str):
         backend = load_backend(spec, base_url=base_url, api_key=api_key, threads=threads, deployment=deployment,
-                               retry_budget=retry_budget)
+                               **server)
     elif _is_sync_openai_client(spec):
         raise VeriloopError(
             "veriloop calls models asynchronously: give an openai.AsyncOpenAI client (or wrap your openai.OpenAI "
@@ -162,7 +178,7 @@ def as_model(
         from .openai_compat import OpenAICompatModel
 
         backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8, deployment=deployment,
-                                    retry_budget=retry_budget)
+                                    **server)
     elif is_model(spec):
         backend = spec
     elif callable(getattr(spec, "generate", None)):

@@ -12,9 +12,30 @@ so its text never reaches a prompt, a record or the cache. Answers that no retry
 change (a refused key, an unknown model, a context overflow, a web page or another API's
 JSON) stop the call at once.
 
+An attempt has limits of its own, all faults when reached: no byte for `stall_timeout`
+seconds (default 60; a completion is not streamed, so a server generating a long reply
+sends nothing until it is done: a slow server needs a larger limit), no complete reply
+within `attempt_timeout` seconds (default 600), a reply larger than `max_reply_bytes`
+(default 8 MiB, read in pieces and abandoned at the limit, never buffered whole). Once a
+call has faulted, an attempt never outlives what its retry budget has left: when the
+backoff would take more than half of it, the wait is cut to half and the attempt after it
+is the last. Every retry is counted on the progress display open in the task ("waiting for
+the server: 2 retries, 1 stalled"), through `progress.server_retried`. A client the caller
+gives keeps the attempt limit only: its own transport reads the reply.
+
 The identity that keys the call cache is the server's model name at the normalised base
 URL, or at a deployment name the user gives, so two servers that both call their model
 `default` never share cached answers unless declared one deployment.
+
+Secrets in a base URL: the URL must be http:// or https:// with a host (and a port from 1
+to 65535); anything else is refused at construction in one line. A URL holding a user name
+or password (`http://user:pass@host`) is refused too, rather than its password used as the
+API key: a server behind such credentials expects HTTP basic authentication, which a bearer
+key would not pass, so the user is told to give the key as a key. Query parameters that
+look secret (api-key, key, token, access_token, sig, secret, password...) are kept in the
+URL the client calls but removed from every URL it shows or records (`url_without_secrets`:
+the identity, config.json, messages). The API key and those values are masked (`***`) in
+every message the client raises, including a server's text quoted in it.
 
 Transport: a client made here posts chat completions itself over aiohttp (one session per
 event loop, no connection limit of its own: the in-flight bound is ours), because the
@@ -33,12 +54,14 @@ import json
 import math
 import os
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from ..errors import ContextOverflow, ModelTransportError, VeriloopError
+from ..progress import server_retried, server_settled
 from ..records import Message
 from .base import Completion, GenParams, TokenLogprob
 
@@ -49,22 +72,99 @@ RETRY_BUDGET_SECONDS = 120.0
 RETRY_BASE_SECONDS = 0.5
 RETRY_MAX_WAIT_SECONDS = 20.0  # the longest backoff between two attempts
 RETRY_AFTER_MAX_SECONDS = 60.0  # a server's Retry-After is honoured up to this
+STALL_TIMEOUT_SECONDS = 60.0  # no byte from the server for this long abandons an attempt
+ATTEMPT_TIMEOUT_SECONDS = 600.0  # the longest one attempt may take, reply read
+MAX_REPLY_BYTES = 8 * 2**20  # a chat completion is a few kB; a reply this large is a fault
 DEFAULT_PORTS = {"http": 80, "https": 443}
+BASE_URL_OPTION = "--base-url, an experiment's base_url or VERILOOP_BASE_URL"
+# Query parameter names (lowercased, letters and digits only) that carry a credential.
+SECRET_PARAMS = frozenset({"key", "sig", "code", "auth", "pass", "pwd", "token", "secret", "session", "sessionid"})
+SECRET_PARAM_ENDINGS = ("key", "token", "secret", "password", "signature", "credential", "credentials")
 
 
 class _Fault(Exception):
     """A transient fault of one attempt: `what` describes it in one line (for the final
-    error only); `retry_after` is the wait the server asked for, if any."""
+    error only); `retry_after` is the wait the server asked for, if any; `stalled` says
+    the attempt was abandoned for slowness (no byte for the stall limit, or no reply within
+    the attempt's limit)."""
 
-    def __init__(self, what: str, retry_after: float | None = None) -> None:
+    def __init__(self, what: str, retry_after: float | None = None, stalled: bool = False) -> None:
         super().__init__(what)
         self.what = what
         self.retry_after = retry_after
+        self.stalled = stalled
+
+
+def _secret_param(name: str) -> bool:
+    plain = re.sub(r"[^a-z0-9]", "", unquote_plus(name).lower())
+    return plain in SECRET_PARAMS or plain.endswith(SECRET_PARAM_ENDINGS)
+
+
+def _public_query(query: str) -> str:
+    return "&".join(pair for pair in query.split("&") if pair and not _secret_param(pair.partition("=")[0]))
+
+
+def url_without_secrets(url: str) -> str:
+    """The URL as it may be shown and recorded: without user name, password, fragment
+    and secret-looking query parameters; otherwise spelled as given."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # too broken to take apart (e.g. an unclosed [): keep the part before any secret
+        scheme, sep, rest = text.partition("://")
+        rest = rest.split("?", 1)[0].split("#", 1)[0]
+        host, slash, path = rest.partition("/")
+        return scheme + sep + host.rpartition("@")[2] + slash + path
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, _public_query(parts.query), ""))
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The credentials a URL holds: its password and user name, its secret parameters' values."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return []
+    found = [parts.password or "", parts.username or ""]
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if _secret_param(name):
+            found += [value, unquote_plus(value)]
+    return [secret for secret in found if secret]
+
+
+def check_base_url(url: str) -> None:
+    """Refuse, in one line naming the option and the fix, a base URL no request could
+    use: not http(s), without a host, with a bad port, or with credentials in it."""
+    shown = url_without_secrets(url)
+    example = "e.g. http://localhost:8000/v1"
+    where = f"the base URL {shown!r} ({BASE_URL_OPTION})"
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise VeriloopError(f"{where} is malformed ({exc}); write it as http://HOST:PORT/PATH, {example}") from None
+    if "://" not in url:
+        raise VeriloopError(f"{where} has no scheme; write it with http:// or https://, {example}")
+    if parts.scheme.lower() not in DEFAULT_PORTS:
+        raise VeriloopError(
+            f"{where} is a {parts.scheme}:// URL; a model server is reached over http:// or https://, {example}"
+        )
+    if not parts.hostname:
+        raise VeriloopError(f"{where} has no host; write it as http://HOST:PORT/PATH, {example}")
+    if port == 0:
+        raise VeriloopError(f"{where} has port 0; give the port the server listens on (1 to 65535), {example}")
+    if parts.username is not None or parts.password is not None:
+        raise VeriloopError(
+            f"{where} holds a user name or password (USER:PASSWORD@); remove them from the URL and give the key "
+            "with --api-key, VERILOOP_API_KEY or an experiment's api_key_env (a key is never recorded)"
+        )
 
 
 def normalise_url(url: str) -> str:
-    """One spelling per server: scheme and host lowercased, credentials and default ports
-    dropped, repeated and trailing slashes removed (the path's case is kept: it matters)."""
+    """One spelling per server: scheme and host lowercased, credentials (user, password,
+    secret query parameters) and default ports dropped, repeated and trailing slashes
+    removed (the path's case is kept: it matters)."""
     text = url.strip()
     parts = urlsplit(text)
     try:
@@ -81,7 +181,8 @@ def normalise_url(url: str) -> str:
     if port is not None and port != DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
     path = "/".join(segment for segment in parts.path.split("/") if segment)
-    return f"{scheme}://{host}" + (f"/{path}" if path else "") + (f"?{parts.query}" if parts.query else "")
+    query = _public_query(parts.query)
+    return f"{scheme}://{host}" + (f"/{path}" if path else "") + (f"?{query}" if query else "")
 
 
 def server_identity(model: str, base_url: str, deployment: str | None = None) -> str:
@@ -106,6 +207,9 @@ class OpenAICompatModel:
         *,
         retry_budget: float | None = None,
         deployment: str | None = None,
+        stall_timeout: float | None = None,
+        attempt_timeout: float | None = None,
+        max_reply_bytes: int | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -115,7 +219,11 @@ class OpenAICompatModel:
         `retry_budget`: seconds from a call's first fault during which faults are retried
         (default 120). `deployment`: a name for the server, used in the cache identity
         instead of the base URL, so that several URLs of one deployment share cached
-        answers. `sleep` and `clock` (asyncio.sleep and time.monotonic) time the retries."""
+        answers. `stall_timeout`: seconds without a byte from the server after which an
+        attempt is abandoned (default 60); `attempt_timeout`: the most one attempt may
+        take (default 600); `max_reply_bytes`: the largest reply read (default 8 MiB); each
+        is a fault when reached, retried within the budget. `timeout` bounds connecting.
+        `sleep` and `clock` (asyncio.sleep and time.monotonic) time the retries."""
         import openai
 
         self._openai = openai
@@ -127,12 +235,22 @@ class OpenAICompatModel:
             raise VeriloopError("a deployment name must not be empty")
         if retry_budget is not None and not (retry_budget >= 0 and math.isfinite(retry_budget)):
             raise VeriloopError(f"the retry budget must be a number of seconds, at least 0, not {retry_budget}")
+        for what, seconds in (("stall timeout", stall_timeout), ("attempt timeout", attempt_timeout)):
+            if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
+                raise VeriloopError(f"the {what} must be a number of seconds above 0, not {seconds}")
+        if max_reply_bytes is not None and not max_reply_bytes >= 1:
+            raise VeriloopError(f"the reply size limit must be a number of bytes, at least 1, not {max_reply_bytes}")
+        if client is None and base_url:
+            check_base_url(base_url)
         self.name = model
         self.base_url = base_url
         self.deployment = deployment.strip() if deployment else None
         self.preferred_concurrency = concurrency
         self.retry_base_seconds = retry_base_seconds
         self.retry_budget = RETRY_BUDGET_SECONDS if retry_budget is None else retry_budget
+        self.stall_timeout = STALL_TIMEOUT_SECONDS if stall_timeout is None else stall_timeout
+        self.attempt_timeout = ATTEMPT_TIMEOUT_SECONDS if attempt_timeout is None else attempt_timeout
+        self.max_reply_bytes = MAX_REPLY_BYTES if max_reply_bytes is None else max_reply_bytes
         self._sleep = sleep
         self._clock = clock or time.monotonic
         self._random = random.Random()
@@ -156,6 +274,10 @@ class OpenAICompatModel:
         # The URL the client really calls (the default OpenAI endpoint when none is given);
         # the key is never part of it.
         self.identity = server_identity(model, self._url(), self.deployment)
+        # What every message raised here is cleaned of, longest first (a key may hold another).
+        key = str(getattr(self._client, "api_key", "") or "")
+        secrets = _url_secrets(str(getattr(self._client, "base_url", "") or ""))
+        self._secrets = sorted({*secrets, *([key] if key and key != "not-needed" else [])}, key=len, reverse=True)
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         # One request per sample with its own seed keeps sample i identical however the
@@ -195,49 +317,82 @@ class OpenAICompatModel:
         # The slot is held through the backoff too: while a server struggles, the calls
         # waiting for a slot neither add to its load nor spend their own retry budget.
         async with slots:
-            return await self._with_retries(kwargs, params)
+            try:
+                return await self._with_retries(kwargs, params)
+            except VeriloopError as exc:  # every message raised here leaves through this door
+                exc.args = (self._masked(str(exc)),)
+                raise
 
     async def _with_retries(self, kwargs: dict[str, Any], params: GenParams) -> Completion:
-        openai = self._openai
         first_fault: float | None = None
         attempts = 0
-        while True:
-            attempts += 1
-            started = time.perf_counter()
+        last = False  # the attempt after a wait cut to the budget
+        retried = False
+        try:
+            while True:
+                attempts += 1
+                fault = await self._attempt(kwargs, params, first_fault)
+                if isinstance(fault, Completion):
+                    return fault  # the completion
+                now = self._clock()
+                first_fault = now if first_fault is None else first_fault
+                left = self.retry_budget - (now - first_fault)
+                wait = None if last else self._wait(attempts, fault.retry_after, left)
+                if wait is None:
+                    raise ModelTransportError(
+                        f"the model server at {self._url()} kept failing for {round(now - first_fault, 1):g} s "
+                        f"({attempts} attempt{'' if attempts == 1 else 's'}, retry budget {self.retry_budget:g} s); "
+                        f"last error: {fault.what}; "
+                        "check that it is running and reachable, then re-run (finished work is kept)"
+                    ) from None
+                last = fault.retry_after is None and wait >= left / 2
+                server_retried(first=not retried, stalled=fault.stalled)
+                retried = True
+                await (self._sleep or asyncio.sleep)(wait)
+        finally:
+            if retried:
+                server_settled()
+
+    async def _attempt(
+        self, kwargs: dict[str, Any], params: GenParams, first_fault: float | None
+    ) -> Completion | _Fault:
+        """One request: its completion, or the transient fault to retry. Once the call has
+        faulted, the attempt ends with what the retry budget has left."""
+        openai = self._openai
+        left = math.inf if first_fault is None else self.retry_budget - (self._clock() - first_fault)
+        limit = min(self.attempt_timeout, max(left, 0.0))
+        deadline = asyncio.timeout(limit)
+        started = time.perf_counter()
+        try:
             try:
-                # The body as text, to tell a damaged answer from another API's.
-                body = await (self._post(kwargs) if self._owns_client else self._post_with_sdk(kwargs))
-                choice, usage = self._parsed(body)
-                return Completion(
-                    text=choice["message"].get("content") or "",
-                    finish_reason=str(choice.get("finish_reason") or "stop"),
-                    prompt_tokens=_count(usage, "prompt_tokens"),
-                    completion_tokens=_count(usage, "completion_tokens"),
-                    logprobs=_logprobs(choice) if params.logprobs else None,
-                    seconds=time.perf_counter() - started,
-                )
-            except _Fault as exc:
-                fault = exc
-            except openai.APIConnectionError as exc:  # refused, reset, timed out (APITimeoutError)
-                fault = _Fault(_connection_fault(exc))
-            except openai.APIStatusError as exc:
-                if not _transient_status(exc.status_code):
-                    raise self._refusal(exc) from None
-                response = exc.response
-                fault = _Fault(f"{exc.status_code} {response.reason_phrase} ({_excerpt(response.text)})",
-                               _retry_after(response.headers))
-            now = self._clock()
-            first_fault = now if first_fault is None else first_fault
-            left = self.retry_budget - (now - first_fault)
-            wait = self._wait(attempts, fault.retry_after, left)
-            if wait is None:
-                raise ModelTransportError(
-                    f"the model server at {self._url()} kept failing for {round(now - first_fault, 1):g} s "
-                    f"({attempts} attempt{'' if attempts == 1 else 's'}, retry budget {self.retry_budget:g} s); "
-                    f"last error: {fault.what}; "
-                    "check that it is running and reachable, then re-run (finished work is kept)"
-                ) from None
-            await (self._sleep or asyncio.sleep)(wait)
+                async with deadline:
+                    # The body as text, to tell a damaged answer from another API's.
+                    body = await (self._post(kwargs) if self._owns_client else self._post_with_sdk(kwargs))
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                why = ("what the retry budget had left" if limit < self.attempt_timeout
+                       else "the attempt limit; raise it with --attempt-timeout or attempt_timeout")
+                raise _Fault(f"no complete reply within {limit:.3g} s ({why})", stalled=True) from None
+            choice, usage = self._parsed(body)
+            return Completion(
+                text=choice["message"].get("content") or "",
+                finish_reason=str(choice.get("finish_reason") or "stop"),
+                prompt_tokens=_count(usage, "prompt_tokens"),
+                completion_tokens=_count(usage, "completion_tokens"),
+                logprobs=_logprobs(choice) if params.logprobs else None,
+                seconds=time.perf_counter() - started,
+            )
+        except _Fault as exc:
+            return exc
+        except openai.APIConnectionError as exc:  # refused, reset, timed out (APITimeoutError)
+            return _Fault(_connection_fault(exc))
+        except openai.APIStatusError as exc:
+            if not _transient_status(exc.status_code):
+                raise self._refusal(exc) from None
+            response = exc.response
+            return _Fault(f"{exc.status_code} {response.reason_phrase} ({self._quote(response.text)})",
+                          _retry_after(response.headers))
 
     async def _post_with_sdk(self, kwargs: dict[str, Any]) -> str:
         raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
@@ -252,11 +407,17 @@ class OpenAICompatModel:
 
         session, proxy = await self._session()
         url = self._http_url
+        # aiohttp's read timeout is the time without a byte, headers or body alike.
+        stall = aiohttp.ClientTimeout(total=None, sock_connect=min(self._timeout, self.stall_timeout),
+                                      sock_read=self.stall_timeout)
         try:
-            async with session.post(url, data=json.dumps(kwargs).encode(), **proxy) as response:
-                content = await response.read()
+            async with session.post(url, data=json.dumps(kwargs).encode(), timeout=stall, **proxy) as response:
+                content = await self._read_capped(response)
                 status, reason, charset = response.status, response.reason, response.charset
                 headers = list(response.raw_headers)
+        except aiohttp.ServerTimeoutError:
+            raise _Fault(f"no byte from the server for {self.stall_timeout:g} s (the stall limit; raise it with "
+                         "--stall-timeout or stall_timeout)", stalled=True) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             request = self._httpx.Request("POST", url)
             if isinstance(exc, TimeoutError):
@@ -273,6 +434,21 @@ class OpenAICompatModel:
             extensions={"reason_phrase": reason.encode()} if reason else {},
         )
         raise self._client._make_status_error_from_response(answer)
+
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
+        """The reply's body, read in pieces; a _Fault as soon as it is larger than the limit."""
+        cap = self.max_reply_bytes
+        too_large = _Fault(f"a reply larger than {cap} bytes (the reply size limit; raise it with --max-reply-bytes "
+                           "or max_reply_bytes)")
+        if response.content_length is not None and response.content_length > cap:
+            raise too_large
+        pieces, size = [], 0
+        async for piece in response.content.iter_chunked(1 << 16):
+            size += len(piece)
+            if size > cap:
+                raise too_large
+            pieces.append(piece)
+        return b"".join(pieces)
 
     async def _session(self) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
         """This event loop's session, made on first use, and the proxy options of a request.
@@ -321,15 +497,16 @@ class OpenAICompatModel:
         """The wait before the next attempt, None when the budget does not allow one. A
         server's Retry-After (capped) is honoured, not shortened: retrying sooner would only
         be refused again. Otherwise the backoff doubles from retry_base_seconds, jittered
-        so calls that failed together do not all come back together, and cut to the budget."""
+        so calls that failed together do not all come back together, and cut to half of what
+        the budget has left (the attempt after it then has the other half, and is the last)."""
         if left <= 0:
             return None
         if retry_after is not None:
             wait = min(retry_after, RETRY_AFTER_MAX_SECONDS)
             wait += self._random.uniform(0, 0.1 * wait)
-            return wait if wait <= left else None
+            return wait if wait < left else None
         ceiling = min(RETRY_MAX_WAIT_SECONDS, self.retry_base_seconds * 2 ** (attempts - 1))
-        return min(left, ceiling / 2 + self._random.uniform(0, ceiling / 2))
+        return min(left / 2, ceiling / 2 + self._random.uniform(0, ceiling / 2))
 
     def _refusal(self, exc: Any) -> VeriloopError:
         """The error for an HTTP status that retrying would not change."""
@@ -338,21 +515,44 @@ class OpenAICompatModel:
             if "context" in str(exc).lower():
                 return ContextOverflow(f"prompt does not fit the context of {self.name}")
             return VeriloopError(f"the server rejected the request: {_short(exc)}")
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        response = exc.response
+        if isinstance(exc, openai.AuthenticationError):  # 401: the key itself
             return VeriloopError(
-                "the server refused the API key; set VERILOOP_API_KEY (or OPENAI_API_KEY) or pass --api-key"
+                f"the server at {self._url()} refused the API key ({exc.status_code} {response.reason_phrase}: "
+                f"{self._quote(_server_message(response.text), 200)}); set VERILOOP_API_KEY (or OPENAI_API_KEY) "
+                "or pass --api-key"
+            )
+        if isinstance(exc, openai.PermissionDeniedError):  # 403: its reason says what (a region, a plan, a model)
+            return VeriloopError(
+                f"the server at {self._url()} forbade the request ({exc.status_code} {response.reason_phrase}): "
+                f"{self._quote(_server_message(response.text), 200)}"
             )
         if isinstance(exc, openai.NotFoundError):
             return VeriloopError(self._not_found(exc))
-        response = exc.response
         return VeriloopError(
             f"the server at {self._url()} answered {exc.status_code} {response.reason_phrase} "
-            f"({_excerpt(response.text)}) to POST {self._url()}/chat/completions"
+            f"({self._quote(response.text)}) to POST {self._url()}/chat/completions"
         )
 
     def _url(self) -> str:
+        """The base URL as messages show it, without credentials."""
         url = self.base_url or str(getattr(self._client, "base_url", "")) or "the default OpenAI endpoint"
-        return url.rstrip("/")
+        return url_without_secrets(url).rstrip("/")
+
+    def _masked(self, text: str) -> str:
+        """`text` with the API key and the URL's secrets replaced by ***. A short secret is
+        masked only where it stands alone, so that it does not eat ordinary words."""
+        for secret in self._secrets:
+            if len(secret) >= 8:
+                text = text.replace(secret, "***")
+            else:
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
+        return text
+
+    def _quote(self, body: str, limit: int = 80) -> str:
+        """An excerpt of a server's text for a message, masked before it is cut (a key cut
+        in half would no longer be found)."""
+        return _excerpt(self._masked(body), limit)
 
     def _parsed(self, body: str) -> tuple[dict[str, Any], Any]:
         """The first choice and the usage of a chat completion. A damaged one (a body cut
@@ -364,7 +564,7 @@ class OpenAICompatModel:
         except ValueError:
             # JSON that does not parse is a damaged answer; anything else was never JSON.
             if not body.strip() or body.lstrip().startswith(("{", "[")):
-                raise _Fault(f"a truncated or invalid JSON body ({_excerpt(body)})") from None
+                raise _Fault(f"a truncated or invalid JSON body ({self._quote(body)})") from None
             data = None
         if isinstance(data, dict) and "choices" in data and not data["choices"]:
             raise _Fault("a chat completion with no choices")
@@ -375,7 +575,7 @@ class OpenAICompatModel:
         if choice is not None and (content is None or isinstance(content, str)):
             return choice, data.get("usage")  # type: ignore[union-attr]  # a dict, since it has a choice
         raise VeriloopError(
-            f"the server at {self._url()} answered a chat completion request with {_excerpt(body)}, "
+            f"the server at {self._url()} answered a chat completion request with {self._quote(body)}, "
             'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})' + self._v1_hint()
         )
 
@@ -387,7 +587,7 @@ class OpenAICompatModel:
             return f"the server does not know the model {self.name!r}"
         url = self._url()
         return (
-            f"the server at {url} answered {exc.status_code} {exc.response.reason_phrase} ({_excerpt(body)}) "
+            f"the server at {url} answered {exc.status_code} {exc.response.reason_phrase} ({self._quote(body)}) "
             f"to POST {url}/chat/completions" + (self._v1_hint() or "; check that it is an OpenAI-compatible API")
         )
 
@@ -452,11 +652,22 @@ def _retry_after(headers: Any) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def _excerpt(body: str) -> str:
+def _excerpt(body: str, limit: int = 80) -> str:
     text = " ".join(body.split())
     if not text:
         return "an empty body"
-    return repr(text if len(text) <= 80 else text[:77] + "...")
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def _server_message(body: str) -> str:
+    """The message of an OpenAI-style JSON error ({"error": {"message": ...}}), else the body."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    return message if isinstance(message, str) and message.strip() else body
 
 
 def _count(usage: Any, field: str) -> int:
