@@ -746,7 +746,8 @@ def test_a_403_is_reported_with_the_servers_reason():
         with pytest.raises(VeriloopError) as info:
             generate(client(server.url))
     assert str(info.value) == (
-        f"the server at {server.url} forbade the request (403 Forbidden): 'Country, region, or territory not supported'"
+        f"the server at {server.url} forbade the request (403 Forbidden): 'Country, region, or territory not "
+        "supported'; change what it names (the key's access to 'default', the account, the region), then re-run"
     )
     assert server.requests == 1
 

@@ -525,7 +525,8 @@ class OpenAICompatModel:
         if isinstance(exc, openai.PermissionDeniedError):  # 403: its reason says what (a region, a plan, a model)
             return VeriloopError(
                 f"the server at {self._url()} forbade the request ({exc.status_code} {response.reason_phrase}): "
-                f"{self._quote(_server_message(response.text), 200)}"
+                f"{self._quote(_server_message(response.text), 200)}; change what it names (the key's access to "
+                f"{self.name!r}, the account, the region), then re-run"
             )
         if isinstance(exc, openai.NotFoundError):
             return VeriloopError(self._not_found(exc))
