@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .checks import is_check_function
+from .checks import check_time_limit, is_check_function
 from .domains import Domain, get_domain
 from .errors import VeriloopError
 from .experiment.identity import content_sha256
@@ -121,6 +121,7 @@ async def acorrect(
     seed: int = 0,
     tools: Toolbox | Sequence[str | Tool] | None = None,
     cache: bool | str | Path | CallCache = True,
+    check_timeout: float | None = None,
 ) -> Result:
     """The async twin of `correct`."""
     if check is None and reference is None and not isinstance(strategy, Strategy) and strategy.split(":")[0] != "standard":
@@ -135,7 +136,8 @@ async def acorrect(
     async def run(lm: Model) -> Result:
         return _result(task, await run_episode(lm, task, chosen, task.instances[0], seed, box))
 
-    return await _with_model(model, cache, run)
+    with check_time_limit(check_timeout):
+        return await _with_model(model, cache, run)
 
 
 def correct(model: ModelSpec, prompt: str | Sequence[Message], check: CheckSpec = None, **options: Any) -> Result:
@@ -151,7 +153,9 @@ def correct(model: ModelSpec, prompt: str | Sequence[Message], check: CheckSpec 
     `strategy`: a strategy spec ("backprompt", "sampling", "best-of-n:n=8",
     "selfcheck:n=4,gate=...") or object. `reference`: a known right answer, which then
     decides `Result.ok`. Calls are cached (`cache=False` to switch off) so a repeated call
-    replays exactly. Inside a running event loop, use `await acorrect(...)`."""
+    replays exactly. `check_timeout`: seconds a check function may take on one answer
+    before `CheckError` (default: the check's own, 60 s). Inside a running event loop, use
+    `await acorrect(...)`."""
     return _run_sync(acorrect(model, prompt, check, **options), "acorrect")
 
 
@@ -201,6 +205,7 @@ async def aevaluate(
     cache: bool | str | Path | CallCache = True,
     on_progress: Callable[[int, int], None] | None = None,
     progress: bool | None = None,
+    check_timeout: float | None = None,
 ) -> list[Summary]:
     """The async twin of `evaluate`."""
     domain: Any = get_domain(task, **(domain_options or {})) if isinstance(task, str) else task
@@ -233,7 +238,8 @@ async def aevaluate(
             )
         return result.summaries
 
-    return await _with_model(model, cache, run)
+    with check_time_limit(check_timeout):
+        return await _with_model(model, cache, run)
 
 
 @contextmanager
@@ -264,7 +270,9 @@ def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = (
     many trajectories run at once (default: what the model prefers); `max_rounds` and `k`
     fill those options of strategies whose spec leaves them unset. `progress` shows a bar
     on stderr (default: when stderr is a terminal); `on_progress(done, total)` is called
-    as trajectories finish."""
+    as trajectories finish. `check_timeout`: seconds every check may take on one answer,
+    over the task's own (default 60 s, `Task(check_timeout=...)`); a check that overstays,
+    like one that raises, stops the run with `CheckError`, keeping the finished trajectories."""
     return _run_sync(aevaluate(task, strategies, **options), "aevaluate")
 
 

@@ -18,7 +18,6 @@ receives.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import math
 import string
@@ -26,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .checks import CheckFunction, FunctionCheck
+from .checks import DEFAULT_CHECK_TIMEOUT, CheckFunction, FunctionCheck, call_on_daemon_thread
 from .datafiles import loads
 from .domains.base import rejection_feedback, shown_errors
 from .errors import DataFileError, VeriloopError
@@ -74,7 +73,9 @@ class Task:
     critic may call on this task (e.g. ("python", "calculator")) and `max_corrections` its
     budget. `compare(answer, reference)` decides
     ground truth against `reference_field` (default: `same_answer`). `rejection` and
-    `reask` word the backprompt: "<rejection>: <error>.\\n<reask>"."""
+    `reask` word the backprompt: "<rejection>: <error>.\\n<reask>". `check_timeout`: the
+    seconds the check may take on one answer before the run stops with an error (default
+    60; None: no limit)."""
 
     def __init__(
         self,
@@ -94,6 +95,7 @@ class Task:
         description: str | None = None,
         critic_tools: Sequence[str] = (),
         max_corrections: int = 3,
+        check_timeout: float | None = DEFAULT_CHECK_TIMEOUT,
     ) -> None:
         self.name = name
         self.description = description or f"a task of {name!r} from records"
@@ -109,7 +111,7 @@ class Task:
         self.critic_tools = tuple(critic_tools)
         self.max_corrections = max_corrections
         self.check_function = check
-        self.checker = FunctionCheck(check) if check is not None else None
+        self.checker = FunctionCheck(check, timeout=check_timeout) if check is not None else None
         self._rows: dict[str, Any] = {}
         self._verdicts: dict[tuple[str, str], Verdict] = {}
         self.instances: list[Instance] = []
@@ -295,9 +297,9 @@ class Task:
         except RuntimeError:
             return asyncio.run(coroutine)
         # Called from inside a loop (ground truth of a reply no verifier looked at): the
-        # check gets a loop of its own on another thread.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, coroutine).result()
+        # check gets a loop of its own on another thread. This loop waits, blocked; Ctrl-C
+        # still ends the wait at once, and the check's time limit runs on that other loop.
+        return call_on_daemon_thread(lambda: asyncio.run(coroutine))
 
     def score(self, instance: Instance, text: str | None) -> bool:
         if text is None:

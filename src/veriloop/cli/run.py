@@ -107,6 +107,7 @@ def run_spec(
     options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int, concurrency: int | None,
     search_corpus: Path | None, search_url: str | None, toxicity_backend: str, allow_unisolated: bool,
     deployment: str | None = None, retry_budget: float | None = None, server_limits: dict[str, Any] | None = None,
+    check_timeout: float | None = None,
 ) -> Experiment:
     """`run`'s flags as the experiment spec `veriloop eval` reads from a file: one model,
     one domain or task, the strategies and one seed. A value the spec refuses is an
@@ -121,7 +122,7 @@ def run_spec(
              "toxicity": toxicity_backend, "allow_unisolated": allow_unisolated}
     entry: dict[str, object] = (
         {"file": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
-         "id_field": id_field, "offset": offset, "label": f"task-{task.stem}"}
+         "id_field": id_field, "offset": offset, "label": f"task-{task.stem}", "check_timeout": check_timeout}
         if task is not None else
         {"name": domain, "data": str(data) if data else None, "offset": offset, "options": options}
     )
@@ -163,6 +164,11 @@ def run(
                                                      "without it, the check).")] = None,
     id_field: Annotated[str | None, with_task("NAME", "the field naming each record (default: its number in the "
                                               "file).")] = None,
+    check_timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS",
+        help="With --task: seconds the check may take on one answer; one that has not returned by then stops the "
+        "run, as a check that raises does (default: 60).",
+    )] = None,
     strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP, metavar="SPEC")] = None,
     model: Opt.Model = DEFAULT_MODEL,
     n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
@@ -213,8 +219,8 @@ def run(
     5 rounds, on the default model. Results go to --out and are resumed from there.
 
     Your own task: --task FILE.jsonl --prompt "...{field}..." --check SPEC (the sound
-    verifier runs the check; a check that raises stops the run, and every trajectory
-    finished before is kept).
+    verifier runs the check; a check that raises, or takes longer than --check-timeout,
+    stops the run, and every trajectory finished before is kept).
     """
     from .. import __version__
     from ..experiment.engine import build_domain, tools_for
@@ -224,8 +230,11 @@ def run(
 
     with_task: dict[str, object] = {
         "--prompt": prompt, "--check": check, "--reference-field": reference_field, "--id-field": id_field,
+        "--check-timeout": check_timeout,
     }
     check_task_options(domain, task, data, domain_option, with_task)
+    if check_timeout is not None and not (0 < check_timeout < float("inf")):
+        raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
     where = ExecutorChoice(executor, address, shard_size)
     limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
                               "max_reply_bytes": max_reply_bytes}
@@ -236,7 +245,7 @@ def run(
         options=domain_options(domain_option or []), strategies=specs, seed=seed, max_rounds=max_rounds, k=k,
         concurrency=concurrency, search_corpus=search_corpus, search_url=search_url,
         toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated, deployment=deployment,
-        retry_budget=retry_budget, server_limits=limits,
+        retry_budget=retry_budget, server_limits=limits, check_timeout=check_timeout,
     )
     defaults: dict[str, object] = {"max_rounds": max_rounds, "k": k}
     strategies = [parse_strategy(s, defaults) for s in specs]

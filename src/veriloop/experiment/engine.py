@@ -89,14 +89,15 @@ def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> Doma
     n = entry.n or experiment.n
     where = f"{'domain' if isinstance(entry, DomainEntry) else 'task'} {entry.key}"
     if isinstance(entry, TaskEntry):
-        from ..checks import load_check
+        from ..checks import DEFAULT_CHECK_TIMEOUT, load_check
         from ..task import Task
 
         file = experiment.resolve(entry.file)
         assert file is not None
         check = load_check(entry.check) if entry.check else None
         domain: Domain = Task.from_jsonl(file, prompt=entry.prompt, check=check, reference_field=entry.reference_field,
-                                         id_field=entry.id_field)
+                                         id_field=entry.id_field,
+                                         check_timeout=entry.check_timeout or DEFAULT_CHECK_TIMEOUT)
         config: dict[str, object] = {
             "task": file, "task_sha256": content_sha256(file), "prompt": entry.prompt, "check": entry.check,
             "reference_field": entry.reference_field, "id_field": entry.id_field, "offset": entry.offset,

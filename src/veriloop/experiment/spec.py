@@ -173,10 +173,19 @@ class TaskEntry(_Strict):
     label: str | None = None
     offset: int = Field(0, ge=0)
     n: int | None = Field(None, ge=1)
+    # Seconds the check may take on one answer (default 60); one that overstays stops the run.
+    check_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
 
     @property
     def key(self) -> str:
         return self.label or f"task-{Path(self.file).stem}"
+
+    @model_validator(mode="after")
+    def _timeout_needs_a_check(self) -> TaskEntry:
+        if self.check_timeout is not None and self.check is None:
+            raise ValueError(f"task {self.key}: check_timeout is the time limit of its check; give the check too "
+                             "(check = ..., --check on the command line)")
+        return self
 
 
 class StrategyEntry(_Strict):
