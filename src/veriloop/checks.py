@@ -26,7 +26,9 @@ A check runs under the loop's control:
   order, on one thread (as they ran before on the loop's thread), so a check need not be
   thread-safe; an abandoned thread is replaced for the checks after it. The cost of the
   choice: a check stuck inside C code that holds the GIL (a catastrophic regex) stalls the
-  whole process, and a check cannot use what only the main thread has (signal handlers).
+  whole process, and a check cannot use what belongs to another thread (signal handlers,
+  which only the main thread may set; a sqlite3 connection opened at import, unless opened
+  with check_same_thread=False).
 - an async check runs on the loop, as a task of its own, cancelled when it overstays; it must
   not block the loop, which can only take it back at an `await`, nor carry on after its
   cancellation (the loop waits for its tasks before it closes).
