@@ -11,7 +11,7 @@ import pytest
 
 import veriloop
 from veriloop import Completion, VeriloopError
-from veriloop.experiment.spec import Cell, load_experiment, parse_experiment
+from veriloop.experiment.spec import Cell, find_experiment, load_experiment, parse_experiment, path_component
 
 ISSUE_EXAMPLE = """\
 name = "demo"
@@ -177,12 +177,26 @@ def test_other_names_become_one_directory_inside_the_experiment(name) -> None:
     assert (Path("/out") / part).resolve().parent == Path("/out")
 
 
+def test_names_that_differ_only_outside_a_plain_directory_name_get_directories_of_their_own() -> None:
+    # The shipped CRITIC experiment has both: once, their cells shared one directory.
+    assert path_component("CRITIC") == "CRITIC"
+    assert path_component("CRITIC*") == "CRITIC_-5cc335b7"
+    assert path_component("backprompt:verifier=llm,max_rounds=3") == "backprompt_verifier=llm_max_rounds=3"
+    assert path_component("LLM judge") == "LLM_judge"
+
+
 def test_two_names_that_would_share_a_directory_are_refused() -> None:
     text = ISSUE_EXAMPLE.replace('name = "coloring"', 'name = "coloring"\nlabel = "game 24"').replace(
         'name = "game24"', 'name = "game24"\nlabel = "game_24"').replace('"URL"', '"http://127.0.0.1:9/v1"')
     with pytest.raises(VeriloopError, match="line 22: domains.1.label: 'game_24' and 'game 24' would share the "
                                             "directory 'game_24'; rename one of them"):
         parse_experiment(text, "demo.toml")
+
+
+def test_every_cell_of_the_shipped_experiments_has_a_directory_of_its_own() -> None:
+    for name in ("critic", "self-verification", "selfcheck"):
+        cells = load_experiment(find_experiment(name)).cells()
+        assert len({cell.directory() for cell in cells}) == len(cells), name
 
 
 # ---- running, with scripted models -------------------------------------------------------

@@ -22,6 +22,7 @@ from veriloop.experiment.spec import (
     load_experiment,
     only_domains,
     parse_experiment,
+    path_component,
     set_items,
     shipped_experiments,
 )
@@ -396,7 +397,7 @@ def test_reproduce_critic_and_eval_critic_share_cells_and_tables(tmp_path, share
     assert {task: list(rows) for task, rows in payload["tasks"].items()} == {"gsm8k": MATH, "toxicity": TOXICITY}
     assert set(payload["iterations"]) == {"gsm8k", "toxicity"}
     assert sorted(p.name for p in (out / "main" / "toxicity").iterdir()) == sorted(
-        f"{label.replace(' ', '_').replace('/', '_')}-seed{seed}" for label in TOXICITY for seed in (0, 1))
+        f"{path_component(label)}-seed{seed}" for label in TOXICITY for seed in (0, 1))
     rows = list(csv.DictReader((out / "critic.csv").open()))
     assert rows[0] == {"task": "gsm8k", "condition": "PoT", "metric": "accuracy (95% CI) [cost]",
                        "value": payload["tasks"]["gsm8k"]["PoT"]}

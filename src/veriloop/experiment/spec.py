@@ -12,11 +12,13 @@ veriloop runs in, like the paths of the command line's flags; with `data_root`, 
 
 A name that becomes part of a path (a generator's name, a domain's or strategy's label)
 becomes it through `path_component` alone: a name that cannot ("..", empty) is refused
-with the key it is at, so every cell's directory is inside the experiment's directory.
+with the key it is at, so every cell's directory is inside the experiment's directory,
+and two names never share one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -444,14 +446,23 @@ class Cell:
 
 def path_component(name: str) -> str:
     """`name` (a model name, a domain or strategy label) as one directory name, the one
-    way a name from an experiment becomes part of a path: what is not [A-Za-z0-9._=+-]
-    becomes "_", so no separator, NUL or drive survives. A name that would still leave its
-    directory ("." or "..") or is empty is refused (ValueError), never guessed at."""
-    component = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name).strip("_")
-    if not name.strip() or component in (".", ".."):
+    way a name from an experiment becomes part of a path. Each run of characters outside
+    [A-Za-z0-9._=+-] becomes "_", so no separator, NUL or drive survives. Spaces, ":" and
+    "," (labels' words, strategy specs' options) are only replaced, so those directories
+    read like their names; a name with any other such character ("CRITIC*", "w/o") also
+    gets a digest of the whole name, so it never shares a directory with the plain name
+    ("CRITIC"). A name that would leave its directory ("." or "..") or is empty is refused
+    (ValueError), never guessed at; two names that still come out alike ("game 24",
+    "game_24") are refused by the experiment's check."""
+    if not name.strip() or name in (".", ".."):
         raise ValueError(f"the name {name!r} cannot name a directory (each cell's directory is named after its "
                          "model, domain and strategy); rename it")
-    return component or "_"
+    component = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name)
+    plain = component.strip("_")  # as directories were named before digests, for runs made then
+    if not re.search(r"[^A-Za-z0-9._=+\-\s:,]", name) and plain not in ("", ".", ".."):
+        return plain
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{component}-{digest}"
 
 
 def _known_model(name: str, names: list[str], where: tuple[str | int, ...]) -> None:
