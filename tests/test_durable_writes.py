@@ -217,6 +217,18 @@ def test_a_small_file_that_cannot_be_written_is_one_line_and_the_old_one_stays(t
     assert path.read_text() == "old\n"
 
 
+def test_a_study_or_reproduction_table_on_a_full_disk_is_one_line(tmp_path, monkeypatch) -> None:
+    from veriloop.studies.verification import write_json
+
+    def full(self: Path, *args, **kwargs) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    path = tmp_path / "table2.json"
+    with pytest.raises(VeriloopError, match=f"^cannot write {path}: No space left on device; "):
+        write_json(path, {"rows": []})
+
+
 # ------------------------------------------------------------------ the call cache
 
 

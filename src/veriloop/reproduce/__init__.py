@@ -7,7 +7,6 @@ tables from the cells, with the studies that are not cells (a verifier study, Ta
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ def claim_study_dir(
 ) -> None:
     """A study's records name no model or seed of their own: its directory records them
     (and the data) in config.json and, like a run directory, refuses other ones."""
+    from ..experiment.jsonl import write_file
     from ..experiment.runner import CONFIG, check_run_dir
 
     config = {
@@ -42,9 +42,7 @@ def claim_study_dir(
     }
     check_run_dir(study_dir, config)
     study_dir.mkdir(parents=True, exist_ok=True)
-    tmp = study_dir / (CONFIG + ".tmp")
-    tmp.write_text(json.dumps(config, indent=2, default=str) + "\n")
-    os.replace(tmp, study_dir / CONFIG)
+    write_file(study_dir / CONFIG, json.dumps(config, indent=2, default=str) + "\n")
 
 
 def with_option(spec: str, key: str, value: object) -> str:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import Domain, Instance
 from ..errors import VeriloopError
+from ..experiment.jsonl import write_file
 from ..experiment.metrics import wilson_interval
 from ..experiment.reports import Report
 from ..experiment.spec import Cell, Experiment, SpecError, set_items
@@ -240,8 +241,8 @@ async def report(
                      "and CRITIC w/o Tool is plotted in `iterations.png`; the values are in `reproduction.json`.")
     payload["iterations"] = curves
     tail = ["## Notes", "", *(f"- {n}" for n in notes), ""] if notes else []
-    (out_dir / "critic.md").write_text("\n".join(header + qa_md + math_md + tox_md + table5_md + tail))
-    (out_dir / "reproduction.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    write_file(out_dir / "critic.md", "\n".join(header + qa_md + math_md + tox_md + table5_md + tail))
+    write_file(out_dir / "reproduction.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     write_csv(out_dir / "critic.csv", payload)
     return files
 
@@ -445,4 +446,4 @@ def write_csv(path: Path, payload: dict) -> None:
                     writer.writerow([task, cond, metric, value])
             else:
                 writer.writerow([task, cond, "accuracy (95% CI) [cost]", row])
-    path.write_text(buf.getvalue())
+    write_file(path, buf.getvalue())

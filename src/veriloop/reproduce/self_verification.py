@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import SupportsStudies
+from ..experiment.jsonl import write_file
 from ..experiment.metrics import StrategySummary, summarise
 from ..experiment.reports import Report
 from ..experiment.spec import Experiment, SpecError
@@ -126,8 +127,8 @@ async def report(
         studied.append(dom.domain.name)
     labels = [s.key for s in experiment.strategies]
     write_table1(out_dir, summaries, provenance, model.name, labels)
-    (out_dir / "table2.md").write_text(table2_markdown(items, studied, model.name))
-    (out_dir / "critique.md").write_text(critique_markdown(items, studied))
+    write_file(out_dir / "table2.md", table2_markdown(items, studied, model.name))
+    write_file(out_dir / "critique.md", critique_markdown(items, studied))
     curves = accuracy_by_round(trajectories, canonical, experiment.max_rounds)
     plot_figure2(out_dir / "figure2.png", curves, model.name)
     payload = {
@@ -203,7 +204,7 @@ def write_table1(
         cells = [f"{row[l].model_calls} / {row[l].prompt_tokens + row[l].completion_tokens}" if l in row else "n/a" for l in labels]
         lines.append(f"| {domain} | " + " | ".join(cells) + " |")
     lines += ["", "Instances: " + "; ".join(f"{d}: {p}" for d, p in provenance.items()), ""]
-    (out_dir / "table1.md").write_text("\n".join(lines))
+    write_file(out_dir / "table1.md", "\n".join(lines))
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(["domain", "condition", "strategy", "n", "correct", "accuracy", "ci95_low", "ci95_high",
@@ -216,7 +217,7 @@ def write_table1(
             writer.writerow([domain, label, s.strategy, s.n, s.correct, f"{s.accuracy:.4f}", f"{s.accuracy_ci95[0]:.4f}",
                              f"{s.accuracy_ci95[1]:.4f}", f"{s.mean_rounds:.2f}", s.model_calls, s.prompt_tokens,
                              s.completion_tokens, s.seconds, _paper(domain, label)])
-    (out_dir / "table1.csv").write_text(buf.getvalue())
+    write_file(out_dir / "table1.csv", buf.getvalue())
 
 
 def _paper(domain: str, label: str) -> str:

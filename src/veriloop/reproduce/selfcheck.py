@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import Domain, Instance
+from ..experiment.jsonl import write_file
 from ..experiment.reports import Report
 from ..experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
 from ..experiment.spec import Experiment, SpecError
@@ -535,8 +536,8 @@ def _legend(ax: Any) -> None:
 
 def write_outputs(out_dir: Path, payload: dict, dataset: str, model: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "selfcheck.md").write_text(markdown(payload, dataset))
-    (out_dir / "reproduction.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    write_file(out_dir / "selfcheck.md", markdown(payload, dataset))
+    write_file(out_dir / "reproduction.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(["method", "solutions", "accuracy", "standard_error", "tokens_per_question"])
@@ -544,5 +545,5 @@ def write_outputs(out_dir: Path, payload: dict, dataset: str, model: str) -> Non
         for n, (mean, se) in enumerate(payload["accuracy"][key]):
             tokens = payload["tokens_per_question"][tkey]
             writer.writerow([key.replace("_all", ""), n + 1, f"{mean:.4f}", f"{se:.4f}", f"{tokens[n]:.0f}" if n < len(tokens) else ""])
-    (out_dir / "selfcheck.csv").write_text(buf.getvalue())
+    write_file(out_dir / "selfcheck.csv", buf.getvalue())
     plot(out_dir, payload, dataset, model)

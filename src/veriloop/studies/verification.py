@@ -11,7 +11,6 @@ is made, so a study resumes where it stopped; the tables are computed from those
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -22,7 +21,7 @@ from pydantic import BaseModel, Field
 from ..domains.base import Candidate, Domain, Instance, SupportsStudies
 from ..episode import Episode
 from ..errors import VeriloopError
-from ..experiment.jsonl import RecordWriter, load_records
+from ..experiment.jsonl import RecordWriter, load_records, write_file
 from ..experiment.metrics import wilson_interval
 from ..feedback import critique_messages
 from ..models.base import Model
@@ -260,6 +259,4 @@ def game24_evaluation_table(items: list[JudgedItem]) -> str:
 
 
 def write_json(path: Path, payload: object) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_file(path, json.dumps(payload, indent=2) + "\n")
