@@ -3,11 +3,15 @@ that says what happened."""
 
 from __future__ import annotations
 
+import ast
+import errno
+import json
 import os
 import tempfile
 import time
 import tracemalloc
 import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -279,3 +283,89 @@ def test_a_venv_under_a_private_place_is_bound_back(monkeypatch: pytest.MonkeyPa
     code = f"import os, sympy\nanswer = (str(sympy.Rational(14, 3) + 1), os.path.exists({other!r}))"
     result = run_python(code)
     assert result.answer == "('17/3', False)", result.error
+
+
+def _forging(records: Sequence[Mapping[str, object]], then: str) -> str:
+    """A program that writes `records` as JSON lines to every descriptor it holds and
+    every one it can open under /proc/*/fd (PID 1's included), then runs `then`."""
+    payload = "".join("\n" + json.dumps(r) + "\n" for r in records).encode()
+    return (
+        f"import os, signal\npayload = {payload!r}\n"
+        "targets = [str(fd) for fd in range(3, 256)]\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    if pid.isdigit():\n"
+        "        try:\n"
+        "            targets += [f'/proc/{pid}/fd/{fd}' for fd in os.listdir(f'/proc/{pid}/fd')]\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "for target in targets:\n"
+        "    try:\n"
+        "        fd = int(target) if target.isdigit() else os.open(target, os.O_WRONLY | os.O_NONBLOCK)\n"
+        "        if fd > 2:\n"
+        "            os.write(fd, payload)\n"
+        "    except OSError:\n"
+        "        pass\n" + then
+    )
+
+
+def test_a_forged_result_then_a_crash_is_reported_as_the_crash() -> None:
+    forged = {"result": {"answer": "24 (FORGED)", "has_answer": True, "error": None}}
+    result = run_python(_forging([forged, {"exit": 0}], "os.kill(os.getpid(), signal.SIGSEGV)"), QUICK)
+    assert (result.answer, result.error) == (None, "the program was killed by signal SIGSEGV")
+    assert result.isolated
+
+
+def test_a_forged_refusal_or_status_is_not_believed() -> None:
+    forged: list[dict[str, object]] = [{"refused": "forged"}, {"isolated": False}, {"signal": 9}, {"exit": 3}]
+    observation = PythonTool(limits=QUICK).run(_forging(forged, "answer = 'honest'"))
+    assert observation.ok, observation.text
+    assert observation.data["answer"] == "honest"
+    assert (observation.data["refused"], observation.data["isolated"]) == (False, True)
+
+
+def test_the_result_survives_a_flood_on_its_pipe() -> None:
+    program = (
+        "import os\nfor fd in range(3, 256):\n    try:\n        os.write(fd, b'x' * 200_000)\n"
+        "    except OSError:\n        pass\nanswer = 'kept'"
+    )
+    result = run_python(program, QUICK)
+    assert (result.answer, result.error) == ("kept", None)
+
+
+def test_new_namespaces_cannot_be_made_inside() -> None:
+    program = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nseen = []\n"
+        f"for flags in ({sandbox.CLONE_NEWUSER | sandbox.CLONE_NEWNET}, {sandbox.CLONE_NEWUSER}, "
+        f"{sandbox.CLONE_NEWNET}, {sandbox.CLONE_NEWNS}):\n"
+        "    seen.append((libc.unshare(flags), ctypes.get_errno()))\n"
+        "seen.append((libc.setns(0, 0), ctypes.get_errno()))\n"
+        "answer = seen"
+    )
+    result = run_python(program, QUICK)
+    assert result.answer == repr([(-1, errno.EPERM)] * 5), result.error
+
+
+def test_host_network_interfaces_are_not_listed() -> None:
+    program = "import os\ntry:\n    answer = sorted(os.listdir('/sys/class/net'))\nexcept FileNotFoundError:\n    answer = []"
+    result = run_python(program, QUICK)
+    assert result.error is None
+    assert set(ast.literal_eval(result.answer or "None")) <= {"lo"}
+
+
+def test_refuses_without_seccomp_unless_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "_NAMESPACE_FILTER", [])  # as on an architecture without a table
+    refused = run_python("answer = 1", QUICK)
+    assert refused.refused and refused.answer is None
+    assert "seccomp: no filter for this machine's architecture" in (refused.error or "")
+    opted_out = run_python("answer = 1", QUICK, allow_unisolated=True)
+    assert (opted_out.answer, opted_out.isolated) == ("1", False)
+
+
+def test_namespace_filter_rows_jump_forward_and_end_in_returns() -> None:
+    for machine in ("x86_64", "aarch64"):
+        rows = sandbox.namespace_filter(machine)
+        jumps = [(i, jt, jf) for i, (code, jt, jf, _) in enumerate(rows) if code & 0x07 == 0x05]  # BPF_JMP
+        assert len(jumps) > 10
+        assert all(0 <= jt < 256 and 0 <= jf < 256 and i + 1 + max(jt, jf) < len(rows) for i, jt, jf in jumps)
+        assert rows[-1][0] == rows[-2][0] == 0x06  # BPF_RET
+    assert sandbox.namespace_filter("riscv64") == []

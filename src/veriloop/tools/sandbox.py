@@ -2,21 +2,42 @@
 
 The program never runs in this interpreter. A small launcher (a fresh `python -I -S`)
 creates new network, mount, PID, IPC and UTS namespaces, makes every mount read-only,
-puts empty size-capped tmpfs over the world-writable places (/tmp, /var/tmp, /dev/shm,
-/run/lock) and a fresh /proc, then forks twice: the first child is PID 1 of the new PID
-namespace and only waits; the second drops to uid/gid 65534 when we are root (the
-kernel does not apply RLIMIT_NPROC to root), sets CPU, memory, process, file-size and
-open-file limits and runs the program. When PID 1 exits the kernel kills everything
-left in its namespace, so forked children cannot outlive a call. Without root the
-launcher enters a user namespace first, where the same steps work if the kernel allows
-unprivileged user namespaces.
+mounts a fresh read-only sysfs (it lists only the new namespace's `lo`; an empty /sys
+where the kernel refuses one), puts empty size-capped tmpfs over the world-writable
+places (/tmp, /var/tmp, /dev/shm, /run/lock) and a fresh /proc, then forks twice: the
+first child is PID 1 of the new PID namespace and only waits; the second drops to
+uid/gid 65534 when we are root (the kernel does not apply RLIMIT_NPROC to root), gives
+up every capability, sets CPU, memory, process, file-size and open-file limits and runs
+the program. When PID 1 exits the kernel kills everything left in its namespace, so
+forked children cannot outlive a call. Without root the launcher enters a user namespace
+first, where the same steps work if the kernel allows unprivileged user namespaces.
 
-If the namespaces cannot be created the tool refuses to run anything unless the caller
-opted out with `allow_unisolated=True`; then the program still gets the limits, a
-minimal environment, a temporary working directory and a process-group kill, but it can
-reach the network and write wherever its user may.
+No new namespace inside: before it forks the program, PID 1 installs a seccomp filter
+(classic BPF built by `namespace_filter`, loaded with prctl through ctypes: no library
+needed) that denies unshare, setns, clone with any namespace flag and every mount call,
+and answers clone3 (whose flags a filter cannot read) with ENOSYS so the C library falls
+back to clone. Seccomp rather than only dropping capabilities, because an unprivileged
+process may still create a user namespace and gain every capability inside it. A filter
+is inherited by every child and can never be removed. A machine without one (no table for
+its architecture, or a kernel without seccomp) counts as one that cannot isolate.
 
-The parent reads stdout, stderr and a result pipe with caps and a wall-clock deadline,
+Who may say what: the launcher and PID 1 write to a status pipe (isolated or refused,
+then how the program's process ended: exit status or signal); the program's process
+closes that pipe before anything else, and cannot reach it through /proc (PID 1 is
+another uid, or non-dumpable and the program holds no CAP_SYS_PTRACE). The program's
+process writes its record (`answer`, or its error) to a second pipe, which the program
+can write too: so that record counts only when PID 1 reports the process ended with
+status 0, which is how the sandbox ends it after writing the record, and the last record
+is the one read (the parent keeps the pipe's tail). A program can always choose its own
+answer; what it cannot do is pass a crash off as an answer, or speak for the launcher.
+
+If the namespaces or the filter cannot be set up the tool refuses to run anything
+unless the caller opted out with `allow_unisolated=True`; then the program still gets
+the limits, a minimal environment, a temporary working directory and a process-group
+kill, but it can reach the network and write wherever its user may, and nothing above
+about the status pipe holds (it may run as our own uid).
+
+The parent reads stdout, stderr and both pipes with caps and a wall-clock deadline,
 discarding whatever exceeds the caps so a program that prints without end cannot grow
 this process's memory.
 """
@@ -26,6 +47,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import platform
 import re
 import selectors
 import shutil
@@ -50,10 +72,69 @@ CLONE_NEWNET = 0x40000000
 # Module-level so a test can make namespace creation fail on purpose.
 UNSHARE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
 
+CLONE_NEWCGROUP = 0x02000000
+NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+
 UNPRIVILEGED_ID = 65534  # nobody / nogroup on Debian and most distributions
 ANSWER_CHARS = 2000
 STDERR_BYTES = 8 * 1024
 RESULT_BYTES = 64 * 1024
+STATUS_BYTES = 8 * 1024
+
+# --------------------------------------------------------------------------- seccomp
+
+# Classic BPF, as seccomp(2) runs it on `struct seccomp_data` {int nr; u32 arch; u64 ip; u64 args[6]}.
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+_X32_SYSCALL_BIT = 0x40000000
+
+# Per architecture: the AUDIT_ARCH value, then the syscalls that make or enter namespaces or
+# change mounts (denied outright), `clone` (denied with a namespace flag) and `clone3`, whose
+# flags sit in memory a filter cannot read: it answers ENOSYS so the C library falls back to clone.
+_DENIED_SYSCALLS = {
+    # unshare setns mount umount2 pivot_root open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr
+    "x86_64": (0xC000003E, (272, 308, 165, 166, 155, 428, 429, 430, 431, 432, 433, 442), 56, 435),
+    "aarch64": (0xC00000B7, (97, 268, 40, 39, 41, 428, 429, 430, 431, 432, 433, 442), 220, 435),
+}
+
+
+def namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """The seccomp filter (rows of `struct sock_filter`) that keeps a program from making
+    or entering namespaces or changing mounts on `machine` (`os.uname().machine`); empty
+    when this architecture has no table here. Any other calling convention (i386 or x32
+    on x86_64) gets ENOSYS for every call, so syscall numbers cannot be aliased."""
+    if machine not in _DENIED_SYSCALLS:
+        return []
+    arch, denied, clone, clone3 = _DENIED_SYSCALLS[machine]
+    # Jump targets are symbolic until the end; rows are (code, true_target, false_target, k).
+    rows: list[tuple[int, int | str, int | str, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # arch
+        (_BPF_JEQ, "next", "nosys", arch),
+        (_BPF_LD_W_ABS, 0, 0, 0),  # syscall number
+    ]
+    if machine == "x86_64":
+        rows.append((_BPF_JGE, "nosys", "next", _X32_SYSCALL_BIT))
+    rows.append((_BPF_JEQ, "nosys", "next", clone3))
+    rows.append((_BPF_JEQ, "clone", "next", clone))
+    rows.extend((_BPF_JEQ, "deny", "next", nr) for nr in denied)
+    rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW))
+    labels = {"clone": len(rows)}
+    rows.append((_BPF_LD_W_ABS, 0, 0, 16))  # low half of args[0] (little-endian): the clone flags
+    rows.append((_BPF_JSET, "deny", "next", NAMESPACE_FLAGS))
+    rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW))
+    labels["deny"] = len(rows)
+    rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | _EPERM))
+    labels["nosys"] = len(rows)
+    rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | _ENOSYS))
+
+    def offset(at: int, target: int | str) -> int:
+        if isinstance(target, int):
+            return target
+        return 0 if target == "next" else labels[target] - at - 1
+
+    return [(code, offset(i, jt), offset(i, jf), k) for i, (code, jt, jf, k) in enumerate(rows)]
 
 
 @dataclass(frozen=True)
@@ -102,11 +183,12 @@ code = sys.stdin.buffer.read().decode("utf-8", "replace")
 null = os.open("/dev/null", os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-result_fd = cfg["result_fd"]
+status_fd, result_fd = cfg["status_fd"], cfg["result_fd"]
 
-def emit(record):
+def emit(fd, record):
+    # The leading newline ends any partial line the program left on the same pipe.
     try:
-        os.write(result_fd, (json.dumps(record) + "\n").encode())
+        os.write(fd, ("\n" + json.dumps(record) + "\n").encode())
     except OSError:
         pass
 
@@ -148,6 +230,44 @@ def bind_back(handles):
         mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
         os.close(fd)
 
+def fresh_sysfs():
+    # A sysfs shows the network devices of the namespace that mounts it: a fresh one
+    # lists only the new namespace's lo. Where the kernel will not mount one, hide /sys.
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        mount(b"sysfs", b"/sys", b"sysfs", flags, None)
+    except OSError:
+        mount(b"tmpfs", b"/sys", b"tmpfs", flags, b"size=4k,mode=0555")
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+def confine():
+    """Install the filter that denies new namespaces and mount changes; it holds for
+    every process forked after, and nothing can remove it."""
+    rows = cfg["seccomp_filter"]
+    if not rows:
+        raise OSError(38, "seccomp: no filter for this machine's architecture")
+    check(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    program = (SockFilter * len(rows))(*[SockFilter(*row) for row in rows])
+    fprog = SockFprog(len(rows), program)
+    check(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+def drop_capabilities():
+    # Without root the program is uid 0 of its own user namespace, with every capability
+    # there (ptrace of PID 1 among them): empty the bounding set while CAP_SETPCAP
+    # remains, then, after the uid change, every other set.
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+
+def clear_capabilities():
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    check(libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
+
 def isolate():
     root = os.geteuid() == 0
     uid, gid = os.getuid(), os.getgid()
@@ -178,6 +298,8 @@ def isolate():
             # covered by the uid drop and the tmpfs below.
             if path == b"/":
                 raise
+    if os.path.isdir("/sys"):
+        fresh_sysfs()
     if root:
         expose()
     owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
@@ -200,11 +322,11 @@ try:
     workdir = "/tmp"
 except OSError as exc:
     if not cfg["allow_unisolated"]:
-        emit({"refused": str(exc)})
+        emit(status_fd, {"refused": str(exc)})
         sys.exit(0)
-emit({"isolated": isolated})
 
 def run_program():
+    drop_capabilities()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
     resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_bytes"], cfg["memory_bytes"]))
@@ -214,6 +336,10 @@ def run_program():
         os.setgroups([])
         os.setgid(cfg["uid"])
         os.setuid(cfg["uid"])
+    if isolated:
+        # Unisolated root that kept its uid (the interpreter is where nobody may enter)
+        # still needs its capabilities to use the working directory; nothing is promised there.
+        clear_capabilities()
     resource.setrlimit(resource.RLIMIT_NPROC, (cfg["processes"], cfg["processes"]))
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: no setuid binary gives root back
     os.chdir(workdir)
@@ -251,7 +377,7 @@ def run_program():
         sys.stdout.flush()
     except BaseException:
         pass
-    emit({"result": record})
+    emit(result_fd, {"result": record})
 
 def wait_for(pid):
     """Reap everything until `pid` ends (orphans are re-parented to PID 1)."""
@@ -263,6 +389,9 @@ def wait_for(pid):
         if done == pid:
             return status
 
+# Non-dumpable: a process of the same uid without CAP_SYS_PTRACE can neither trace
+# this one and PID 1 nor open their descriptors (the status pipe) through /proc.
+libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 middle = os.fork()
 if middle == 0:
     libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the launcher
@@ -271,20 +400,34 @@ if middle == 0:
             mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         except OSError:
             pass
+    try:
+        confine()
+        confined = True
+    except OSError as exc:
+        if not cfg["allow_unisolated"]:
+            emit(status_fd, {"refused": str(exc)})
+            os._exit(0)
+        confined = False
+    emit(status_fd, {"isolated": isolated and confined})
     worker = os.fork()
     if worker == 0:
+        # The status pipe is PID 1's alone: the program must not be able to speak for it.
+        os.close(status_fd)
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, as any process (setuid resets it)
         try:
             run_program()
         except BaseException as exc:
-            emit({"sandbox_error": "%s: %s" % (type(exc).__name__, exc)})
+            emit(result_fd, {"sandbox_error": "%s: %s" % (type(exc).__name__, exc)})
         finally:
             os._exit(0)
+    os.close(result_fd)
     status = wait_for(worker)
     if os.WIFSIGNALED(status):
-        emit({"signal": os.WTERMSIG(status)})
+        emit(status_fd, {"signal": os.WTERMSIG(status)})
     else:
-        emit({"exit": os.WEXITSTATUS(status)})
+        emit(status_fd, {"exit": os.WEXITSTATUS(status)})
     os._exit(0)
+os.close(result_fd)
 wait_for(middle)
 '''
 
@@ -345,6 +488,8 @@ def _interpreter_dirs_under(places: tuple[str, ...]) -> list[str]:
 
 
 _UNDER_PRIVATE = _interpreter_dirs_under(PRIVATE_PLACES)
+# Module-level so a test can take it away (an architecture without a table).
+_NAMESPACE_FILTER = namespace_filter(platform.machine())
 _MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -384,6 +529,22 @@ class _Capped:
 
     def text(self) -> str:
         return b"".join(self.parts).decode("utf-8", "replace")
+
+
+class _Tail(_Capped):
+    """Keeps the last `cap` bytes: the record the sandbox writes after the program has
+    run survives whatever the program wrote to the same pipe before it."""
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.parts.append(chunk)
+        self.kept += len(chunk)
+        if self.kept > 2 * self.cap:
+            tail = b"".join(self.parts)[-self.cap :]
+            self.parts, self.kept = [tail], len(tail)
+
+    def text(self) -> str:
+        return b"".join(self.parts)[-self.cap :].decode("utf-8", "replace")
 
 
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -453,6 +614,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
     code = program_from_text(code)
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix="veriloop-py-")
+    status_r, status_w = os.pipe()
     result_r, result_w = os.pipe()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -460,7 +622,9 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
             # Only used when isolation is off: the dropped uid must be able to work here.
             os.chown(workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         config = {
+            "status_fd": status_w,
             "result_fd": result_w,
+            "seccomp_filter": _NAMESPACE_FILTER,
             "unshare_flags": UNSHARE_FLAGS,
             "allow_unisolated": allow_unisolated,
             "uid": UNPRIVILEGED_ID,
@@ -482,7 +646,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(result_w,),
+                pass_fds=(status_w, result_w),
                 env=_environment(workdir),
                 cwd=workdir,
                 start_new_session=True,  # its own process group, killed as a whole
@@ -492,9 +656,11 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
             return ExecResult(None, "", error=f"could not start the Python interpreter: {exc}",
                               seconds=time.perf_counter() - started)
         finally:
+            os.close(status_w)
             os.close(result_w)
-        outcome = _collect(proc, code, result_r, limits)
+        outcome = _collect(proc, code, status_r, result_r, limits)
     finally:
+        os.close(status_r)
         os.close(result_r)
         if proc is not None and proc.poll() is None:
             _kill_group(proc)
@@ -517,11 +683,26 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 class _Outcome:
     stdout: _Capped
     stderr: _Capped
-    records: list[dict[str, Any]]
+    status: dict[str, Any]  # from the launcher and PID 1, merged
+    result: dict[str, Any] | None  # the last record on the program's own pipe
     timed_out: bool
 
 
-def _collect(proc: subprocess.Popen[bytes], code: str, result_r: int, limits: SandboxLimits) -> _Outcome:
+def _records(text: str) -> list[dict[str, Any]]:
+    records = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            records.append(item)
+    return records
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], code: str, status_r: int, result_r: int, limits: SandboxLimits
+) -> _Outcome:
     deadline = time.monotonic() + limits.wall_seconds
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
@@ -531,8 +712,9 @@ def _collect(proc: subprocess.Popen[bytes], code: str, result_r: int, limits: Sa
         proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass
-    stdout, stderr, result = _Capped(limits.output_bytes), _Capped(STDERR_BYTES), _Capped(RESULT_BYTES)
-    sinks = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr, result_r: result}
+    stdout, stderr = _Capped(limits.output_bytes), _Capped(STDERR_BYTES)
+    status, result = _Capped(STATUS_BYTES), _Tail(RESULT_BYTES)
+    sinks = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr, status_r: status, result_r: result}
     selector = selectors.DefaultSelector()
     for fd in sinks:
         os.set_blocking(fd, False)
@@ -564,15 +746,11 @@ def _collect(proc: subprocess.Popen[bytes], code: str, result_r: int, limits: Sa
     finally:
         selector.close()
     _kill_group(proc)
-    records = []
-    for line in result.text().splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            records.append(item)
-    return _Outcome(stdout, stderr, records, timed_out)
+    merged: dict[str, Any] = {}
+    for record in _records(status.text()):
+        merged.update(record)
+    results = [r for r in _records(result.text()) if "result" in r or "sandbox_error" in r]
+    return _Outcome(stdout, stderr, merged, results[-1] if results else None, timed_out)
 
 
 def _size(n: int) -> str:
@@ -580,47 +758,55 @@ def _size(n: int) -> str:
 
 
 def _interpret(outcome: _Outcome, limits: SandboxLimits, seconds: float) -> ExecResult:
-    merged: dict[str, Any] = {}
-    for record in outcome.records:
-        merged.update(record)
+    status = outcome.status  # written only by the launcher and PID 1: trusted
     stdout = outcome.stdout.text()
     base: dict[str, Any] = dict(
         stdout=stdout,
         stdout_truncated=outcome.stdout.truncated,
         stderr=outcome.stderr.text(),
-        isolated=bool(merged.get("isolated")),
+        isolated=status.get("isolated") is True,
         seconds=round(seconds, 4),
     )
-    if "refused" in merged:
+    if "refused" in status:
         message = (
-            f"refused to run the program: it could not be isolated ({merged['refused']}); "
-            "run where Linux namespaces are available, or pass allow_unisolated=True to run without isolation"
+            f"refused to run the program: it could not be isolated ({status['refused']}); "
+            "run where Linux namespaces and seccomp are available, or pass allow_unisolated=True to run without isolation"
         )
         return ExecResult(None, "", error=message, refused=True, seconds=round(seconds, 4))
     if outcome.timed_out:
         return ExecResult(
             None, error=f"TimeoutError: the program did not finish within {limits.wall_seconds:g} s", timed_out=True, **base
         )
-    result = merged.get("result")
-    signum = merged.get("signal")
-    if isinstance(result, dict):
-        error = result.get("error")
-        if error == "MemoryError":
-            error = f"MemoryError: the program needed more than the {_size(limits.memory_bytes)} memory limit"
-        elif error is None and not result.get("has_answer"):
-            error = "NameError: the program did not set a variable named `answer`"
-        answer = result.get("answer") if error is None else None
-        return ExecResult(answer, error=error, **base)
+    signum = status.get("signal")
     if signum in (signal.SIGXCPU, signal.SIGKILL):
         why = f"used more than {limits.cpu_seconds} s of CPU time" if signum == signal.SIGXCPU else "was killed (out of CPU time or memory)"
         return ExecResult(None, error=f"TimeoutError: the program {why} and was stopped", timed_out=True, **base)
-    if signum is not None:
-        return ExecResult(None, error=f"the program was killed by signal {signal.Signals(signum).name}", **base)
-    if "exit" in merged:
-        return ExecResult(None, error=f"the program ended abruptly (exit status {merged['exit']}) before reporting `answer`", **base)
-    tail = outcome.stderr.text().strip().splitlines()
-    detail = f": {tail[-1]}" if tail else ""
-    return ExecResult(None, error=f"the sandbox failed to run the program{detail}", **base)
+    if isinstance(signum, int):
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        return ExecResult(None, error=f"the program was killed by signal {name}", **base)
+    if "exit" not in status:
+        tail = outcome.stderr.text().strip().splitlines()
+        detail = f": {tail[-1]}" if tail else ""
+        return ExecResult(None, error=f"the sandbox failed to run the program{detail}", **base)
+    # The program could write to its own pipe too; what is there counts only because PID 1
+    # saw the process end cleanly, which is how the sandbox ends it after its own record.
+    record = outcome.result if status["exit"] == 0 else None
+    if record is None:
+        return ExecResult(None, error=f"the program ended abruptly (exit status {status['exit']}) before reporting `answer`", **base)
+    if "result" not in record:
+        return ExecResult(None, error=f"the sandbox failed to run the program: {record['sandbox_error']}", **base)
+    result = record["result"] if isinstance(record["result"], dict) else {}
+    error = result.get("error")
+    error = error if isinstance(error, str) or error is None else str(error)
+    answer = result.get("answer") if result.get("has_answer") is True else None
+    if error == "MemoryError":
+        error = f"MemoryError: the program needed more than the {_size(limits.memory_bytes)} memory limit"
+    elif error is None and not isinstance(answer, str):
+        error = "NameError: the program did not set a variable named `answer`"
+    return ExecResult(answer if error is None else None, error=error, **base)
 
 
 # --------------------------------------------------------------------------- the tool
