@@ -2,9 +2,10 @@
 
 CRITIC's math loop runs every program the model writes. This script times the python
 tool (new network, mount, PID, IPC and UTS namespaces, read-only mounts, private tmpfs,
-uid drop, rlimits) against the bare minimum any runner pays: a fresh
-`python -I -S -c <program>` subprocess with no isolation at all, on the same programs,
-alternating the two so machine noise hits both alike. Both must produce the same answers.
+fresh sysfs, uid drop, no capabilities, seccomp filter, rlimits) against the bare minimum
+any runner pays: a fresh `python -I -S -c <program>` subprocess with no isolation at all,
+on the same programs, alternating the two so machine noise hits both alike. Both must
+produce the same answers.
 
 Run: python bench/sandbox_overhead.py [--calls 40]
 """
