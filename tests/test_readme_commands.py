@@ -343,6 +343,23 @@ def test_the_package_tree_names_only_what_exists():
             assert (package / name).is_file() or any(where.rglob(name)), (name, line)
 
 
+def test_the_reliability_section_names_only_tests_that_exist():
+    section = README.read_text().split("## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    named = 0
+    for row in (line for line in section.splitlines() if line.startswith("| ") and "`tests/" in line):
+        held_by = row.rstrip(" |").rsplit(" | ", 1)[1]
+        path = None
+        for ref in re.findall(r"`([^`]+)`", held_by):
+            file, _, name = ref.partition("::")
+            path = ROOT / file if file else path
+            assert path is not None and path.is_file(), (ref, row)
+            source = path.read_text()
+            test = name.split("::")[-1].split("[")[0]
+            assert not test or re.search(rf"^\s*(?:async )?(?:def|class) {re.escape(test)}\b", source, re.M), ref
+            named += 1
+    assert named >= 30
+
+
 def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
