@@ -35,6 +35,7 @@ from llama_cpp import Llama
 from veriloop.domains import Instance, get_domain
 from veriloop.episode import Episode
 from veriloop.models import CachedModel, CallCache, GenParams, load_backend
+from veriloop.models.amx import without_amx
 from veriloop.models.llamacpp import DEFAULT_N_BATCH, DEFAULT_N_CTX, _aligned_llama_class
 from veriloop.models.packs import verified_pack_path
 from veriloop.records import Trajectory
@@ -56,7 +57,9 @@ def main() -> None:
     threads = os.cpu_count() or 1
 
     def bare_llama() -> Llama:
-        return Llama(model_path=path, n_ctx=DEFAULT_N_CTX, n_threads=threads, n_threads_batch=threads, verbose=False)
+        with without_amx():  # loaded as veriloop loads it (llama.cpp's AMX kernels crash)
+            return Llama(model_path=path, n_ctx=DEFAULT_N_CTX, n_threads=threads, n_threads_batch=threads,
+                         verbose=False)
 
     bare_reset, bare_default = bare_llama(), bare_llama()
     same_llama = _aligned_llama_class()(

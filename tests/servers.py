@@ -1,5 +1,6 @@
 """A real `python -m llama_cpp.server` (SmolLM2-135M) on 127.0.0.1 for the tests that
-need an OpenAI-compatible server; started once per session, stopped by the fixture."""
+need an OpenAI-compatible server; started once per session, stopped by the fixture. It is
+started through `veriloop.models.amx`, which keeps llama.cpp's crashing AMX kernels out."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def llama_server(model_path: Path, log_dir: Path, api_key: str = SECRET) -> Iter
     log_path = log_dir / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+            [sys.executable, "-m", "veriloop.models.amx", "--model", str(model_path), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", "2048", "--model_alias", ALIAS, "--api_key", api_key],
             stdout=log,
             stderr=subprocess.STDOUT,

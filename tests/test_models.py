@@ -128,3 +128,24 @@ def test_cache_replays_and_keys_on_the_sample_index(smollm2, tmp_path):
     again.cache.close()
     rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
     assert rows == 7
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_weights_load_without_the_amx_kernels_only_where_the_library_has_them(amx, monkeypatch):
+    import llama_cpp.llama_cpp as c
+
+    from veriloop.models import amx as guard
+
+    monkeypatch.setattr(guard, "built_with_amx", lambda: amx)
+    default = c.llama_model_default_params
+    assert default().use_extra_bufts is True
+    with guard.without_amx():
+        assert c.llama_model_default_params().use_extra_bufts is (not amx)
+    assert c.llama_model_default_params is default
+
+
+def test_a_long_prompt_loads_and_decodes_on_this_machine(smollm2):
+    # Crashed the process (SIGSEGV in ggml_backend_amx_mul_mat) on a CPU with AMX.
+    (reply,) = asyncio.run(smollm2.generate([{"role": "user", "content": "Hello there, " * 100}],
+                                            GenParams(max_tokens=4, seed=0)))
+    assert reply.completion_tokens >= 1

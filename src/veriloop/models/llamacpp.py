@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import ContextOverflow, VeriloopError
 from ..records import Message
+from .amx import without_amx
 from .base import Completion, GenParams, TokenLogprob
 from .batched import DEFAULT_SEQUENCES
 
@@ -118,15 +119,16 @@ class _Loaded:
         self.n_ctx, self.threads, self.name = n_ctx, threads, path.name
         cls = _aligned_llama_class()
         try:
-            self.llm = cls(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_batch=n_batch,
-                n_threads=threads,
-                n_threads_batch=threads,
-                logits_all=logits_all,
-                verbose=False,
-            )
+            with without_amx():
+                self.llm = cls(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_batch=n_batch,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    logits_all=logits_all,
+                    verbose=False,
+                )
         except ValueError as exc:  # llama-cpp reports unreadable weights as ValueError
             raise VeriloopError(f"llama.cpp could not load {path}: {exc}") from None
 
