@@ -239,12 +239,14 @@ def test_a_users_own_model_class_runs_in_the_same_loops(smollm2_path, tmp_path):
     from llama_cpp import Llama
 
     from veriloop.models import Completion, GenParams
+    from veriloop.models.amx import without_amx
 
     class MyModel:
         backend, identity, name, preferred_concurrency = "mine", "my-smollm2", "my-smollm2", 1
 
         def __init__(self) -> None:
-            self.llm = Llama(model_path=str(smollm2_path), n_ctx=2048, verbose=False)
+            with without_amx():  # llama.cpp's AMX kernels crash on CPUs that have them
+                self.llm = Llama(model_path=str(smollm2_path), n_ctx=2048, verbose=False)
             self.calls = 0
 
         async def generate(self, messages, params: GenParams) -> list[Completion]:
