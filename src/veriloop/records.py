@@ -2,8 +2,8 @@
 
 Instances, verdicts and messages are what domains, verifiers and feedback speak; calls,
 rounds, tool calls and trajectories are what a loop leaves behind (one JSON line per
-trajectory). This module imports nothing of veriloop's but SelfCheck's own records, so
-any layer may import it.
+trajectory), with what SelfCheck's checks said (`StepCheck`, `SolutionCheck`). This
+module imports nothing of veriloop's, so any layer may import it.
 
 Text that cannot be stored: a Python string may hold lone surrogates (U+D800 to U+DFFF,
 e.g. from a JSON `"\\ud800"` escape), which no UTF-8 file, cache key or record can carry.
@@ -20,8 +20,6 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from .selfcheck.records import SolutionCheck
 
 # Every model here sets defer_build: its validator is built on first use, not at import.
 # A one-shot command such as `veriloop verify` uses two of the records, and building
@@ -193,6 +191,49 @@ class RoundRecord(BaseModel):
     answer: str | None
     verdict: Verdict | None = None
     correct: bool
+
+
+# SelfCheck's records: what each stage said of each step, and a solution's confidence.
+
+
+class StepCheck(BaseModel):
+    """SelfCheck on one step: what each of the four stages said, and r = +1 (the
+    regenerated result supports the step), -1 (contradicts it) or 0 (not related, or a
+    comparison reply that could not be read: `unreadable`)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    index: int  # 1-based step number
+    text: str
+    target: str = ""
+    facts_used: list[int] = Field(default_factory=list)  # 1-based, into the question's facts
+    steps_used: list[int] = Field(default_factory=list)  # 1-based, earlier steps only
+    collection_unreadable: bool = False  # no index could be read: every fact and step was given
+    regenerated: str = ""
+    comparison: str = ""
+    result: int = 0
+    unreadable: bool = False
+
+
+class SolutionCheck(BaseModel):
+    """SelfCheck (or the single-call global checker) on one solution."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    round: int  # the round (solution number) of the trajectory it checks
+    checker: str  # "steps" | "global"
+    steps_total: int
+    steps_checked: int
+    max_steps: int | None = None  # the cap in force, recorded so capped checks are visible
+    steps: list[StepCheck] = Field(default_factory=list)
+    contradicted: list[int] = Field(default_factory=list)
+    unrelated: int = 0
+    confidence: float
+    global_reply: str | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.steps_checked < self.steps_total
 
 
 class Trajectory(BaseModel):

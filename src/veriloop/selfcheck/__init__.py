@@ -2,6 +2,7 @@
 regenerating it independently, turn the step results into a confidence, and vote with it.
 
     records.py  what each stage said of each step, and a solution's confidence
+                (defined in the ground-floor veriloop.records, named here)
     text.py     steps of a solution, facts of a question, the checker's replies
     checker.py  the four-stage step checker and the single-call global checker
     scoring.py  the confidence function and (weighted) voting over answer clusters
@@ -9,8 +10,8 @@ regenerating it independently, turn the step results into a confidence, and vote
 The verifier (verifiers/selfcheck.py) and the strategy (strategies/selfcheck.py) put
 these into loops; reproduce/selfcheck.py evaluates them.
 
-Names are imported on first use: the ground-floor records module imports
-`selfcheck.records`, which must not pull the checker (and the whole engine) with it.
+Names are imported on first use: importing the records must not pull the checker (and
+the whole engine) with them.
 """
 
 from __future__ import annotations
