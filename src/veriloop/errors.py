@@ -37,6 +37,16 @@ class ContextOverflow(VeriloopError):
     """The conversation no longer fits the model's context window."""
 
 
+class SpecError(ValueError):
+    """A value of an experiment file that is wrong in the context of the whole file, with
+    the key path it is at (so the message can point at its line). Raised inside the
+    spec's validators (hence a ValueError), by the spec and by the reports' checks."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 # What a value of each pydantic error family must be, in words.
 _WANTED = {"int": "a whole number", "float": "a number", "bool": "true or false", "string": "text",
            "list": "a list", "tuple": "a list", "set": "a list", "dict": "a mapping of fields",

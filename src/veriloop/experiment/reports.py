@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from .spec import Experiment, SpecError
+from ..errors import SpecError
 
 if TYPE_CHECKING:
     from ..models.base import Model
     from .engine import EvalResult, Progress
+    from .spec import Experiment
 
 # Name -> the module whose REPORT it is.
 REPORTS: dict[str, str] = {

@@ -38,7 +38,7 @@ from pydantic import (
 )
 
 from ..datafiles import deepest_line
-from ..errors import VeriloopError
+from ..errors import SpecError, VeriloopError
 
 # The roles a cell can give to another model, and the call roles (records.Role) each covers.
 ROLE_CALLS: dict[str, tuple[str, ...]] = {
@@ -51,15 +51,6 @@ MATRIX_KEYS = ("model", "domain", "strategy", "seed")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class SpecError(ValueError):
-    """A value that is wrong in the context of the whole file, with the key path it is at
-    (so the message can point at its line)."""
-
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 class Prices(_Strict):
