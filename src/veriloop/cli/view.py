@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -59,13 +58,13 @@ def view(
 
 
 def _write(target: Path, html: str) -> None:
+    from ..files import write_error, write_file
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(html, encoding="utf-8")
-        os.replace(tmp, target)
     except OSError as exc:
-        raise VeriloopError(f"cannot write {target}: {exc.strerror}") from None
+        raise write_error(target, exc, advice="") from None
+    write_file(target, html, advice="")  # a page being served or opened is never seen half-written
 
 
 def _serve(paths: list[Path], target: Path, port: int, title: str | None, references: bool) -> None:

