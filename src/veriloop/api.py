@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checks import check_time_limit, is_check_function
 from .domains import Domain, get_domain
+from .domains.base import as_base_domain
 from .errors import VeriloopError
 from .experiment.identity import content_sha256
 from .experiment.metrics import StrategySummary
@@ -220,8 +221,8 @@ async def aevaluate(
     # Described, not compared (experiment.identity): the command line records a task by its
     # file and --check spec, which would never equal these labels of the same task.
     config = {
-        "task_description": getattr(domain, "description", domain.name),
-        "check_name": getattr(getattr(domain, "checker", None), "name", None),
+        "task_description": domain.description,
+        "check_name": as_base_domain(domain).check_name,
         "data": None if data is None else str(data),
         "data_sha256": content_sha256(data),
         "offset": offset,
@@ -312,14 +313,14 @@ async def aeval_experiment(
     names = models_needed(spec, plans)
     if executor == "ray":
         from .cluster import require_ray
-        from .cluster.cells import eval_on_ray
-        from .paths import default_cache_path
+        from .experiment.engine import ExecutorOptions, run_eval_on
 
         require_ray()
-        cache_path = None if cache is False else default_cache_path() if cache is True else Path(cache)
+        options = ExecutorOptions(cache_path=None if isinstance(cache, bool) else Path(cache),
+                                  use_cache=cache is not False, given=models, address=address, shard_size=shard_size)
         with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
-            return await eval_on_ray(spec, target, plans, names, Progress(bar.update_stage, bar.tokens_done),
-                                     address=address, shard_size=shard_size, cache_path=cache_path, given=models)
+            return await run_eval_on("ray", spec, target, plans, names, Progress(bar.update_stage, bar.tokens_done),
+                                     options)
     if address is not None or shard_size is not None:
         raise VeriloopError("address= and shard_size= go with executor='ray'")
     loaded = load_models(spec, names, cache_path=None if isinstance(cache, bool) else Path(cache),

@@ -122,15 +122,14 @@ def run_on_ray(
     """The cells on Ray workers (started here, stopped on the way out, Ctrl-C included)."""
     import asyncio
 
-    from ..cluster.cells import eval_on_ray
-    from ..paths import default_cache_path
+    from ..experiment.engine import ExecutorOptions, run_eval_on
+
+    options = ExecutorOptions(cache_path=cache, use_cache=use_cache, api_keys=api_keys, address=choice.address,
+                              shard_size=choice.shard_size)
 
     async def go() -> EvalResult:
         with reporter:
-            return await eval_on_ray(spec, target, plans, names, progress, address=choice.address,
-                                     shard_size=choice.shard_size,
-                                     cache_path=(cache or default_cache_path()) if use_cache else None,
-                                     api_keys=api_keys)
+            return await run_eval_on("ray", spec, target, plans, names, progress, options)
 
     try:
         result = asyncio.run(go())

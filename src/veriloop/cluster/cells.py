@@ -1,46 +1,58 @@
-"""An experiment's cells as Ray jobs: the local engine's budgets, progress and records."""
+"""An experiment's cells as Ray jobs: `RayCells`, the executor `ray` of
+experiment.executor, with the local executor's budgets, progress and records.
+
+It uses only that seam (the plans, Progress, the budget meters and prices it defines)
+and the public records of the lower layers; the engine finds it by name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-from ..experiment.budget import Meter, Usage, usage_of
-from ..experiment.engine import CellPlan, EvalResult, Progress, price_of, recorded_in, run_eval
+from ..experiment.executor import (
+    CellPlan,
+    ClusterStats,
+    ExecutorOptions,
+    Progress,
+    budget_meters,
+    price_of,
+    recorded_in,
+)
 from ..experiment.spec import ROLE_CALLS, Experiment
 from ..models.base import Model
-from .driver import ClusterStats, Job, RayExecutor, model_recipes
-
-
-async def eval_on_ray(
-    experiment: Experiment, out_dir: Path, plans: list[CellPlan], names: list[str], progress: Progress | None, *,
-    address: str | None = None, shard_size: int | None = None, cache_path: Path | None = None,
-    api_keys: Mapping[str, str] | None = None, given: Mapping[str, Any] | None = None,
-) -> EvalResult:
-    """`run_eval` with the cells on Ray workers of the `names` models, started here and
-    stopped on the way out (cancellation included). `cache_path` None: no call cache."""
-    recipes = model_recipes(experiment, names, use_cache=cache_path is not None, api_keys=api_keys, given=given)
-    executor = RayExecutor(recipes, address=address, concurrency=experiment.concurrency, cache_path=cache_path,
-                           shard_size=shard_size)
-    try:
-        if progress and progress.update:
-            progress.update(f"starting Ray workers for {', '.join(names)}", 0, 0)
-        await executor.start(names)
-        return await run_eval(experiment, out_dir, {}, progress, plans, executor=RayCells(executor))
-    finally:
-        await executor.aclose()
+from .driver import Job, RayExecutor, model_recipes
 
 
 class RayCells:
-    """The engine's CellExecutor on a started RayExecutor."""
+    """The engine's CellExecutor on a RayExecutor: `start` starts a worker of each model
+    on every node, `aclose` stops them (and a cluster it started)."""
 
-    def __init__(self, executor: RayExecutor) -> None:
+    def __init__(self, executor: RayExecutor, names: list[str]) -> None:
         self.executor = executor
+        self.names = names
+
+    @classmethod
+    def for_models(cls, experiment: Experiment, names: list[str], options: ExecutorOptions) -> RayCells:
+        """The executor `open_executor("ray", ...)` gives, for the `names` models: the
+        driver keeps the call cache, and resolves the API keys (a worker needs none)."""
+        from ..paths import default_cache_path
+
+        cache_path = (options.cache_path or default_cache_path()) if options.use_cache else None
+        recipes = model_recipes(experiment, names, use_cache=cache_path is not None, api_keys=options.api_keys,
+                                given=options.given)
+        executor = RayExecutor(recipes, address=options.address, concurrency=experiment.concurrency,
+                               cache_path=cache_path, shard_size=options.shard_size)
+        return cls(executor, names)
 
     @property
     def backend_calls(self) -> int:
         return self.executor.backend_calls
+
+    async def start(self, progress: Progress | None) -> None:
+        if progress and progress.update:
+            progress.update(f"starting Ray workers for {', '.join(self.names)}", 0, 0)
+        await self.executor.start(self.names)
+
+    async def aclose(self) -> None:
+        await self.executor.aclose()
 
     async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
                         progress: Progress | None) -> tuple[str | None, int]:
@@ -56,13 +68,9 @@ class RayCells:
 def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[Job]:
     """A job per cell left to run, charged to the experiment's meter and its own, which
     start from what the records already spent (as the local engine's do)."""
-    spent = [usage_of(p.recorded, price_of(experiment, p.cell)) for p in plans]
-    whole = Usage()
-    for used in spent:
-        whole.add(used)
-    overall = Meter("experiment", experiment.budget, whole)
+    overall, cell_meters = budget_meters(experiment, plans)
     jobs = []
-    for p, used in zip(plans, spent):
+    for p, cell_meter in zip(plans, cell_meters):
         if p.finished() == p.planned:
             continue
         role_models = {call_role: name for role, name in p.cell.roles for call_role in ROLE_CALLS[role]}
@@ -70,7 +78,7 @@ def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[Job]:
             run_dir=p.run_dir, config=p.config, domain_key=p.domain.key, domain=p.domain.domain, data=p.domain.data,
             instances=p.domain.instances, strategies=[p.strategy], seed=p.cell.seed, generator=p.cell.model,
             role_models=role_models, title=p.cell.title, experiment=experiment,
-            meters=[overall, Meter("cell", experiment.cell_budget, used)], price=price_of(experiment, p.cell),
+            meters=[overall, cell_meter], price=price_of(experiment, p.cell),
         ))
     return jobs
 

@@ -27,7 +27,7 @@ from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached, Meter, Usage
 from ..experiment.dirlock import DirectoryHold, hold
-from ..experiment.engine import api_key_of
+from ..experiment.executor import ClusterStats, api_key_of
 from ..experiment.jsonl import RecordWriter
 from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
@@ -98,23 +98,6 @@ class Lane:
     queue: deque[Shard] = field(default_factory=deque)
     running: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass(frozen=True)
-class ClusterStats:
-    """What a run on Ray did besides its trajectories."""
-
-    workers: int
-    worker_failures: int  # shards whose worker died (or was restarted) before they ended
-    requeued: int  # trajectories those shards had not sent, run again elsewhere
-    duplicates: int  # trajectories received twice and written once
-
-    def note(self) -> str:
-        note = f"ran on {self.workers} Ray worker{'s' if self.workers != 1 else ''}"
-        if self.worker_failures:
-            note += (f"; {self.worker_failures} shard(s) lost with their worker, {self.requeued} trajectories "
-                     f"re-run, {self.duplicates} duplicates dropped")
-        return note
 
 
 class WorkerLost(Exception):

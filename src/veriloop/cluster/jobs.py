@@ -66,7 +66,7 @@ class JobSpec:
     experiment: Experiment
 
     def toolbox(self) -> Toolbox | None:
-        from ..experiment.engine import DomainPlan, tools_for
+        from ..experiment.executor import DomainPlan, tools_for
 
         return tools_for(self.experiment, DomainPlan(self.domain_key, self.domain, [], self.data, {}))
 

@@ -4,82 +4,57 @@ A cell is one generator on one domain with one strategy and seed (and the models
 roles in it). Each is run by the ordinary runner in `DIR/<model>/<domain>/<strategy>-seedS`,
 so an interrupted experiment resumes cell by cell, trajectory by trajectory, and a
 finished one re-runs without a model call. `run_eval` holds the experiment's directory
-(experiment.dirlock) and each cell's run directory while it runs: one process at a time. Cells run one after the other: a cell's
-trajectories already run as many at once as its model allows.
+(experiment.dirlock) and each cell's run directory while it runs: one process at a time.
+
+The engine plans the cells and writes the results and the report; running the cells is
+an executor's (experiment.executor): here by default (LocalCells, one cell after the
+other, a cell's trajectories as many at once as its model allows), or one named in
+executor.EXECUTORS (`run_eval_on`), which the engine never imports by module.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..domains.base import Domain, Instance
+from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..models.base import Model
-from ..records import Trajectory
-from ..strategies import Strategy, parse_strategy
-from ..tools.base import Toolbox
-from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
+from ..strategies import parse_strategy
 from .dirlock import hold, refuse_if_held
+from .executor import (
+    CellExecutor,
+    CellPlan,
+    ClusterStats,
+    DomainPlan,
+    ExecutorOptions,
+    LocalCells,
+    Progress,
+    load_models,
+    open_executor,
+    recorded_in,
+    tools_for,
+)
 from .identity import content_sha256
-from .runner import TRAJECTORIES, check_run_dir, load_trajectories, run_experiment
-from .spec import ROLE_CALLS, Cell, DomainEntry, Experiment, TaskEntry
+from .runner import check_run_dir
+from .spec import DomainEntry, Experiment, TaskEntry
 
 if TYPE_CHECKING:
-    from ..cluster.driver import ClusterStats
     from .results import CellResult
 
+# The plans and helpers the executors share are defined in .executor; these names were
+# engine's first and are still imported from here.
+__all__ = [
+    "SPEC_FILE", "CellExecutor", "CellPlan", "ClusterStats", "DomainPlan", "Estimate", "EvalResult", "ExecutorOptions",
+    "LocalCells", "Progress", "build_domain", "estimate", "load_models", "models_needed", "plan", "run_eval",
+    "run_eval_on", "tools_for", "write_spec",
+]
+
 SPEC_FILE = "experiment.json"
-
-
-@dataclass
-class DomainPlan:
-    """A domain (or task) of the experiment, built, with its instances chosen."""
-
-    key: str
-    domain: Domain
-    instances: list[Instance]
-    data: str | None
-    config: dict[str, object]
-
-
-@dataclass
-class CellPlan:
-    cell: Cell
-    domain: DomainPlan
-    strategy: Strategy
-    run_dir: Path
-    config: dict[str, object]
-    recorded: list[Trajectory] = field(default_factory=list)
-
-    @property
-    def planned(self) -> int:
-        return len(self.domain.instances)
-
-    def finished(self) -> int:
-        ids = {i.id for i in self.domain.instances}
-        return len({t.instance_id for t in self.recorded if t.instance_id in ids})
-
-
-def role_of_call(call_role: str) -> str | None:
-    """The experiment role (verifier_model...) whose model answers calls of this role."""
-    return next((role for role, calls in ROLE_CALLS.items() if call_role in calls), None)
-
-
-def price_of(experiment: Experiment, cell: Cell) -> Callable[[str, int, int], float]:
-    """Dollars of a call in this cell, at the price of the model that played its role."""
-    roles = dict(cell.roles)
-
-    def usd(call_role: str, prompt_tokens: int, completion_tokens: int) -> float:
-        role = role_of_call(call_role)
-        name = roles.get(role, cell.model) if role else cell.model
-        return experiment.models[name].usd(prompt_tokens, completion_tokens)
-
-    return usd
 
 
 def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> DomainPlan:
@@ -200,165 +175,10 @@ class EvalResult:
     cluster: ClusterStats | None = None  # under --executor ray: its workers, and those it lost
 
 
-class CellExecutor(Protocol):
-    """Somewhere else to run the cells (cluster.cells.RayCells): it writes the same run
-    directories as `run_cells`, and serves a report's models."""
-
-    @property
-    def backend_calls(self) -> int:
-        """Samples its backends generated for the cells (not the report's: those are counted here)."""
-
-    async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
-                        progress: Progress | None) -> tuple[str | None, int]: ...
-
-    def report_models(self) -> dict[str, Model]: ...
-
-    def stats(self) -> ClusterStats: ...
-
-
-class Progress:
-    """What the engine reports: the overall trajectories done, the cell running, tokens."""
-
-    def __init__(self, update: Callable[[str, int, int], None] | None = None,
-                 tokens: Callable[[int], None] | None = None) -> None:
-        self.update = update
-        self.tokens = tokens
-
-
-def tools_for(experiment: Experiment, dom: DomainPlan) -> Toolbox | None:
-    from ..domains.base import CriticTask
-    from ..tools.config import ALL_TOOLS, ToolSettings, build_toolbox
-
-    if not isinstance(dom.domain, CriticTask):
-        return None
-    t = experiment.tools
-    settings = ToolSettings(
-        names=tuple(ALL_TOOLS), search_corpus=Path(t.search_corpus) if t.search_corpus else None,
-        search_url=t.search_url, toxicity_backend=t.toxicity, allow_unisolated=t.allow_unisolated,
-    )
-    return build_toolbox(settings, dom.domain, dom.data)
-
-
-async def run_cells(
-    experiment: Experiment, plans: list[CellPlan], models: Mapping[str, Model], progress: Progress | None = None,
-) -> tuple[str | None, int]:
-    """Run the cells in order within the budgets; return why it stopped early (None: it
-    did not) and how many trajectories were new."""
-    # What each cell's records already spent: the start of its meter and of the experiment's.
-    spent = [usage_of(p.recorded, price_of(experiment, p.cell)) for p in plans]
-    whole = Usage()
-    for used in spent:
-        whole.add(used)
-    overall = Meter("experiment", experiment.budget, whole)
-    total = sum(p.planned for p in plans)
-    done = [p.finished() for p in plans]
-    tools: dict[str, Toolbox | None] = {}
-    new = 0
-    for index, p in enumerate(plans):
-        if p.finished() == p.planned:
-            continue
-        title = f"cell {index + 1}/{len(plans)}: {p.cell.title}"
-        cell_meter = Meter("cell", experiment.cell_budget, spent[index])
-        generator, role_models = metered_models(
-            p.cell, models, [overall, cell_meter], price_of(experiment, p.cell), progress.tokens if progress else None
-        )
-        if p.domain.key not in tools:
-            tools[p.domain.key] = tools_for(experiment, p.domain)
-
-        def report(finished: int, _total: int, i: int = index, t: str = title) -> None:
-            done[i] = finished
-            if progress and progress.update:
-                progress.update(t, sum(done), total)
-
-        before = p.finished()
-        stop: BudgetReached | None = None
-        try:
-            await run_experiment(
-                generator, p.domain.domain, [p.strategy], p.domain.instances, p.run_dir, seed=p.cell.seed,
-                concurrency=experiment.concurrency, config=p.config,
-                on_progress=report, tools=tools[p.domain.key], role_models=role_models,
-            )
-        except BudgetReached as exc:
-            stop = exc  # what finished is on disk; a cell's cap moves on to the next cell
-        p.recorded = recorded_in(p.run_dir, p.strategy, p.cell.seed)
-        new += p.finished() - before
-        if stop is not None and stop.scope == "experiment":
-            return str(stop), new
-    return None, new
-
-
-def metered_models(
-    cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: Callable[[str, int, int], float],
-    on_tokens: Callable[[int], None] | None,
-) -> tuple[Model, dict[str, Model]]:
-    """The cell's generator and its role models (by call role), each charging `meters`."""
-
-    def metered(name: str, call_role: str) -> MeteredModel:
-        return MeteredModel(models[name], meters, lambda pt, ct: usd(call_role, pt, ct), on_tokens=on_tokens)
-
-    role_models: dict[str, Model] = {}
-    for role, name in cell.roles:
-        for call_role in ROLE_CALLS[role]:
-            role_models[call_role] = metered(name, call_role)
-    return metered(cell.model, "generate"), role_models
-
-
-def recorded_in(run_dir: Path, strategy: Strategy, seed: int) -> list[Trajectory]:
-    """The trajectories a cell's run directory holds for its strategy and seed."""
-    key = (strategy.canonical, seed)
-    return [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
-
-
 def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
     """The models to load: those of the cells left to run, and with a report every
     cell's (a report may call them, as the self-verification study does)."""
     return experiment.models_used([p.cell for p in plans if experiment.report or p.finished() < p.planned])
-
-
-def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | None = None,
-                use_cache: bool = True, given: Mapping[str, Any] | None = None,
-                api_keys: Mapping[str, str] | None = None) -> dict[str, Model]:
-    """The models the cells need, loaded (each once); `given` supplies models by name
-    instead of their entries' ids (anything `veriloop.model` accepts: a function, an
-    object with generate(), a Model), cached like the others. `api_keys`: keys by model
-    name, as a command's --api-key gives one (never written to the experiment)."""
-
-    from ..models import as_model, load_model
-
-    loaded: dict[str, Model] = {}
-    for name in names:
-        entry = experiment.models[name]
-        if given and name in given:
-            cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
-            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency,
-                                    deployment=entry.deployment, **entry.server_limits())
-            continue
-        if entry.id is None:
-            raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
-                                f"the model itself from Python (eval_experiment(..., models={{{name!r}: ...}}))")
-        loaded[name] = load_model(
-            entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys), cache_path=cache_path,
-            use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
-            # Without its own, a model is used at the experiment's concurrency: a server's
-            # requests in flight are then bounded by it, every sample counted.
-            concurrency=entry.concurrency or experiment.concurrency, deployment=entry.deployment,
-            **entry.server_limits(),
-        )
-    return loaded
-
-
-def api_key_of(experiment: Experiment, name: str, api_keys: Mapping[str, str] | None) -> str | None:
-    """A model's API key: given by name (a command's --api-key), else read from the
-    variable its entry names (an error when that is not set); None for neither."""
-    import os
-
-    entry = experiment.models[name]
-    api_key = (api_keys or {}).get(name)
-    if api_key is None and entry.api_key_env:
-        api_key = os.environ.get(entry.api_key_env)
-        if not api_key:
-            raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
-    return api_key
 
 
 async def run_eval(
@@ -367,14 +187,15 @@ async def run_eval(
 ) -> EvalResult:
     """Run every cell (of `plans`, default: planned here) within budget, write the
     experiment's results files, then its report's (a paper's tables), if it names one.
-    With `executor` (started), the cells run there (on a cluster's workers), not on `models`."""
+    The cells run on `executor` (started), else here on `models` (LocalCells)."""
     with hold(out_dir):
-        return await _run_eval_held(experiment, out_dir, models, progress, plans, executor)
+        return await _run_eval_held(experiment, out_dir, progress, plans,
+                                    executor if executor is not None else LocalCells(models))
 
 
 async def _run_eval_held(
-    experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None,
-    plans: list[CellPlan] | None, executor: CellExecutor | None,
+    experiment: Experiment, out_dir: Path, progress: Progress | None, plans: list[CellPlan] | None,
+    executor: CellExecutor,
 ) -> EvalResult:
     from ..models.counting import CountingModel
     from .results import write_results
@@ -382,20 +203,14 @@ async def _run_eval_held(
     started = time.perf_counter()
     plans = plans if plans is not None else plan(experiment, out_dir)
     write_spec(out_dir, experiment)
-    if executor is None:
-        counted = {name: CountingModel(m) for name, m in models.items()}
-        stopped, new = await run_cells(experiment, plans, counted, progress)
-    else:
-        stopped, new = await executor.run_cells(experiment, plans, progress)
-        # A report's own calls go to the executor's workers too.
-        counted = {name: CountingModel(m) for name, m in executor.report_models().items()}
-    elsewhere = executor.backend_calls if executor is not None else 0
+    stopped, new = await executor.run_cells(experiment, plans, progress)
+    # A report's own calls go to the executor's models (on a cluster: its workers), counted here.
+    counted = {name: CountingModel(m) for name, m in executor.report_models().items()}
     incomplete = [p.cell.title for p in plans if p.finished() < p.planned]
     result = EvalResult(
         out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
-        backend_calls=elsewhere + sum(m.backend_calls for m in counted.values()),
-        wall_seconds=round(time.perf_counter() - started, 3),
-        cluster=executor.stats() if executor is not None else None,
+        backend_calls=executor.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
+        cluster=executor.stats(),
     )
     result.rows = write_results(experiment, result)
     # A report over an experiment that a budget stopped would mix finished and missing
@@ -404,10 +219,23 @@ async def _run_eval_held(
         from .reports import run_report
 
         result.report_files = await run_report(experiment, result, counted, progress)
-        result.backend_calls = (executor.backend_calls if executor is not None else 0) + sum(
-            m.backend_calls for m in counted.values())
+        result.backend_calls = executor.backend_calls + sum(m.backend_calls for m in counted.values())
         result.wall_seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+async def run_eval_on(
+    executor_name: str, experiment: Experiment, out_dir: Path, plans: list[CellPlan], names: list[str],
+    progress: Progress | None, options: ExecutorOptions,
+) -> EvalResult:
+    """`run_eval` on the executor called `executor_name` (executor.EXECUTORS) for the
+    models `names`: started here, and closed on the way out (cancellation included)."""
+    executor = open_executor(executor_name, experiment, names, options)
+    try:
+        await executor.start(progress)
+        return await run_eval(experiment, out_dir, {}, progress, plans, executor=executor)
+    finally:
+        await executor.aclose()
 
 
 def write_spec(out_dir: Path, experiment: Experiment) -> None:

@@ -15,11 +15,12 @@ from pydantic import BaseModel
 
 from ..records import Trajectory
 from .budget import usage_of
+from .executor import CellPlan, price_of
 from .metrics import summarise
 from .spec import Experiment
 
 if TYPE_CHECKING:
-    from .engine import CellPlan, EvalResult
+    from .engine import EvalResult
 
 COLUMNS = (
     "model", "domain", "strategy", "seed", "n", "accuracy", "ci_low", "ci_high", "mean_rounds", "model_calls",
@@ -66,8 +67,6 @@ def cell_trajectories(p: CellPlan) -> list[Trajectory]:
 
 
 def cell_result(experiment: Experiment, p: CellPlan) -> CellResult:
-    from .engine import price_of
-
     ts = cell_trajectories(p)
     s = summarise(p.strategy.canonical, ts)
     roles = dict(p.cell.roles)

@@ -1,0 +1,378 @@
+"""Where an experiment's cells run: the seam between the engine and its executors.
+
+The engine (experiment.engine) plans the cells, then hands them to a `CellExecutor`,
+which fills their run directories, and writes the results and the report. Two
+executors exist, found by name in `EXECUTORS`:
+
+    local  LocalCells, here: this process, one cell after another
+    ray    veriloop.cluster.cells:RayCells: shards of instances on a Ray cluster's workers
+
+An entry is a "module:factory" string, imported only when its name is asked for, so
+nothing under experiment/ imports the cluster, and Ray stays an optional extra. The
+cluster in turn needs only this module and public records of the lower layers
+(experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs (`CellPlan`,
+`DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules every
+executor applies to a cell (`price_of`, `recorded_in`, `tools_for`, `api_key_of`).
+
+Invariants every executor keeps: it writes the run directories as `runner.run_experiment`
+does (through `runner.open_run` and `runner.finish_run`), so either one resumes the
+other's run; it charges every call to the experiment's and the cell's budget meters,
+which start from what the records already spent; after `run_cells` each plan's
+`recorded` is what its run directory holds; `backend_calls` counts the samples its
+backends generated for the cells (not those replayed from a cache).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import VeriloopError
+from ..records import Trajectory
+from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
+from .runner import TRAJECTORIES, load_trajectories, run_experiment
+from .spec import ROLE_CALLS, Cell, Experiment
+
+if TYPE_CHECKING:
+    from ..domains.base import Domain, Instance
+    from ..models.base import Model
+    from ..models.counting import CountingModel
+    from ..strategies.base import Strategy
+    from ..tools.base import Toolbox
+
+
+@dataclass
+class DomainPlan:
+    """A domain (or task) of the experiment, built, with its instances chosen."""
+
+    key: str
+    domain: Domain
+    instances: list[Instance]
+    data: str | None
+    config: dict[str, object]
+
+
+@dataclass
+class CellPlan:
+    """One cell as the executors run it: its domain, strategy, run directory and the
+    settings its config.json records; `recorded` is what the directory already holds."""
+
+    cell: Cell
+    domain: DomainPlan
+    strategy: Strategy
+    run_dir: Path
+    config: dict[str, object]
+    recorded: list[Trajectory] = field(default_factory=list)
+
+    @property
+    def planned(self) -> int:
+        return len(self.domain.instances)
+
+    def finished(self) -> int:
+        ids = {i.id for i in self.domain.instances}
+        return len({t.instance_id for t in self.recorded if t.instance_id in ids})
+
+
+class Progress:
+    """What the engine reports: the overall trajectories done, the cell running, tokens."""
+
+    def __init__(self, update: Callable[[str, int, int], None] | None = None,
+                 tokens: Callable[[int], None] | None = None) -> None:
+        self.update = update
+        self.tokens = tokens
+
+
+@dataclass(frozen=True)
+class ClusterStats:
+    """What a run on a cluster did besides its trajectories."""
+
+    workers: int
+    worker_failures: int  # shards whose worker died (or was restarted) before they ended
+    requeued: int  # trajectories those shards had not sent, run again elsewhere
+    duplicates: int  # trajectories received twice and written once
+
+    def note(self) -> str:
+        note = f"ran on {self.workers} Ray worker{'s' if self.workers != 1 else ''}"
+        if self.worker_failures:
+            note += (f"; {self.worker_failures} shard(s) lost with their worker, {self.requeued} trajectories "
+                     f"re-run, {self.duplicates} duplicates dropped")
+        return note
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How an executor gets the models it runs the cells on. `use_cache` False: no call
+    cache; else the one at `cache_path` (None: the default one). `api_keys`: keys by
+    model name (a command's --api-key, never written down); `given`: models by name, to
+    use instead of their entries' ids (only this process can run those). `address` and
+    `shard_size`: where a cluster is and how many instances a worker takes at once."""
+
+    cache_path: Path | None = None
+    use_cache: bool = True
+    api_keys: Mapping[str, str] | None = None
+    given: Mapping[str, Any] | None = None
+    address: str | None = None
+    shard_size: int | None = None
+
+
+class CellExecutor(Protocol):
+    """Somewhere to run an experiment's cells. The engine calls `start` (load the models,
+    start the workers), `run_cells` once, `report_models` for the models a report calls,
+    `stats`, and `aclose` (always, also after an error or a cancellation)."""
+
+    @property
+    def backend_calls(self) -> int:
+        """Samples its backends generated for the cells (a report's are counted by the engine)."""
+
+    async def start(self, progress: Progress | None) -> None:
+        """Make the models ready; an executor given loaded models has nothing to do."""
+
+    async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
+                        progress: Progress | None) -> tuple[str | None, int]:
+        """Run the trajectories the cells still lack, within the budgets; return why the
+        experiment stopped early (None: it did not) and how many trajectories were new."""
+
+    def report_models(self) -> dict[str, Model]:
+        """The models by name, as a report after the cells may call them."""
+
+    def stats(self) -> ClusterStats | None:
+        """What a cluster did besides the trajectories (None: nothing to say)."""
+
+    async def aclose(self) -> None:
+        """Release what `start` took (models it loaded, workers it started)."""
+
+
+# Name -> "module:factory"; a factory takes (experiment, model names, ExecutorOptions).
+EXECUTORS: dict[str, str] = {
+    "local": "veriloop.experiment.executor:LocalCells.for_models",
+    "ray": "veriloop.cluster.cells:RayCells.for_models",
+}
+
+
+def open_executor(name: str, experiment: Experiment, names: list[str], options: ExecutorOptions) -> CellExecutor:
+    """The executor called `name`, not started yet, for the models `names` of the experiment."""
+    if name not in EXECUTORS:
+        raise VeriloopError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
+    module, _, path = EXECUTORS[name].partition(":")
+    factory: Any = importlib.import_module(module)
+    for attr in path.split("."):
+        factory = getattr(factory, attr)
+    executor: CellExecutor = factory(experiment, names, options)
+    return executor
+
+
+# -- the rules of a cell, the same on every executor -----------------------------------
+
+
+def role_of_call(call_role: str) -> str | None:
+    """The experiment role (verifier_model...) whose model answers calls of this role."""
+    return next((role for role, calls in ROLE_CALLS.items() if call_role in calls), None)
+
+
+def price_of(experiment: Experiment, cell: Cell) -> Callable[[str, int, int], float]:
+    """Dollars of a call in this cell, at the price of the model that played its role."""
+    roles = dict(cell.roles)
+
+    def usd(call_role: str, prompt_tokens: int, completion_tokens: int) -> float:
+        role = role_of_call(call_role)
+        name = roles.get(role, cell.model) if role else cell.model
+        return experiment.models[name].usd(prompt_tokens, completion_tokens)
+
+    return usd
+
+
+def recorded_in(run_dir: Path, strategy: Strategy, seed: int) -> list[Trajectory]:
+    """The trajectories a cell's run directory holds for its strategy and seed."""
+    key = (strategy.canonical, seed)
+    return [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
+
+
+def tools_for(experiment: Experiment, dom: DomainPlan) -> Toolbox | None:
+    """The toolbox a CRITIC domain's cells use (by the experiment's tool settings); None
+    for every other domain."""
+    from ..domains.base import CriticTask
+    from ..tools.config import ALL_TOOLS, ToolSettings, build_toolbox
+
+    if not isinstance(dom.domain, CriticTask):
+        return None
+    t = experiment.tools
+    settings = ToolSettings(
+        names=tuple(ALL_TOOLS), search_corpus=Path(t.search_corpus) if t.search_corpus else None,
+        search_url=t.search_url, toxicity_backend=t.toxicity, allow_unisolated=t.allow_unisolated,
+    )
+    return build_toolbox(settings, dom.domain, dom.data)
+
+
+def api_key_of(experiment: Experiment, name: str, api_keys: Mapping[str, str] | None) -> str | None:
+    """A model's API key: given by name (a command's --api-key), else read from the
+    variable its entry names (an error when that is not set); None for neither."""
+    entry = experiment.models[name]
+    api_key = (api_keys or {}).get(name)
+    if api_key is None and entry.api_key_env:
+        api_key = os.environ.get(entry.api_key_env)
+        if not api_key:
+            raise VeriloopError(f"models.{name}.api_key_env names {entry.api_key_env}, which is not set")
+    return api_key
+
+
+def budget_meters(experiment: Experiment, plans: list[CellPlan]) -> tuple[Meter, list[Meter]]:
+    """The experiment's meter and each cell's, each starting from what the cells' records
+    already spent."""
+    spent = [usage_of(p.recorded, price_of(experiment, p.cell)) for p in plans]
+    whole = Usage()
+    for used in spent:
+        whole.add(used)
+    return Meter("experiment", experiment.budget, whole), [Meter("cell", experiment.cell_budget, u) for u in spent]
+
+
+# -- this process ----------------------------------------------------------------------
+
+
+def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | None = None,
+                use_cache: bool = True, given: Mapping[str, Any] | None = None,
+                api_keys: Mapping[str, str] | None = None) -> dict[str, Model]:
+    """The models the cells need, loaded (each once); `given` supplies models by name
+    instead of their entries' ids (anything `veriloop.model` accepts: a function, an
+    object with generate(), a Model), cached like the others. `api_keys`: keys by model
+    name, as a command's --api-key gives one (never written to the experiment)."""
+
+    from ..models import as_model, load_model
+
+    loaded: dict[str, Model] = {}
+    for name in names:
+        entry = experiment.models[name]
+        if given and name in given:
+            cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
+            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency,
+                                    deployment=entry.deployment, **entry.server_limits())
+            continue
+        if entry.id is None:
+            raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
+                                f"the model itself from Python (eval_experiment(..., models={{{name!r}: ...}}))")
+        loaded[name] = load_model(
+            entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys), cache_path=cache_path,
+            use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
+            # Without its own, a model is used at the experiment's concurrency: a server's
+            # requests in flight are then bounded by it, every sample counted.
+            concurrency=entry.concurrency or experiment.concurrency, deployment=entry.deployment,
+            **entry.server_limits(),
+        )
+    return loaded
+
+
+class LocalCells:
+    """The cells in this process, in order, each by the ordinary runner: a cell's
+    trajectories run as many at once as its model allows. Made with loaded `models` (the
+    caller's: not closed here), or by `for_models`, which loads them in `start` and
+    closes those it loaded in `aclose`."""
+
+    def __init__(self, models: Mapping[str, Model]) -> None:
+        self.models: dict[str, Model] = dict(models)
+        self._to_load: tuple[Experiment, list[str], ExecutorOptions] | None = None
+        self._owned: list[Model] = []
+        self._counted: list[CountingModel] = []
+
+    @classmethod
+    def for_models(cls, experiment: Experiment, names: list[str], options: ExecutorOptions) -> LocalCells:
+        """The executor `open_executor("local", ...)` gives: it loads the models in `start`."""
+        if options.address is not None or options.shard_size is not None:
+            raise VeriloopError("an address and a shard size go with the ray executor: drop them, or choose ray")
+        executor = cls({})
+        executor._to_load = (experiment, names, options)
+        return executor
+
+    @property
+    def backend_calls(self) -> int:
+        return sum(m.backend_calls for m in self._counted)
+
+    async def start(self, progress: Progress | None) -> None:
+        if self._to_load is None:
+            return
+        (experiment, names, options), self._to_load = self._to_load, None
+        self.models = load_models(experiment, names, cache_path=options.cache_path, use_cache=options.use_cache,
+                                  given=options.given, api_keys=options.api_keys)
+        given = options.given or {}
+        # A model the caller gave stays the caller's to close.
+        self._owned = [m for name, m in self.models.items() if not (name in given and m is given[name])]
+
+    async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
+                        progress: Progress | None) -> tuple[str | None, int]:
+        from ..models.counting import CountingModel
+
+        counted = {name: CountingModel(m) for name, m in self.models.items()}
+        self._counted.extend(counted.values())
+        return await run_cells(experiment, plans, counted, progress)
+
+    def report_models(self) -> dict[str, Model]:
+        return dict(self.models)
+
+    def stats(self) -> ClusterStats | None:
+        return None
+
+    async def aclose(self) -> None:
+        owned, self._owned = self._owned, []
+        for model in owned:
+            await model.aclose()
+
+
+async def run_cells(
+    experiment: Experiment, plans: list[CellPlan], models: Mapping[str, Model], progress: Progress | None = None,
+) -> tuple[str | None, int]:
+    """Run the cells in order within the budgets; return why it stopped early (None: it
+    did not) and how many trajectories were new."""
+    overall, cell_meters = budget_meters(experiment, plans)
+    total = sum(p.planned for p in plans)
+    done = [p.finished() for p in plans]
+    tools: dict[str, Toolbox | None] = {}
+    new = 0
+    for index, p in enumerate(plans):
+        if p.finished() == p.planned:
+            continue
+        title = f"cell {index + 1}/{len(plans)}: {p.cell.title}"
+        generator, role_models = metered_models(
+            p.cell, models, [overall, cell_meters[index]], price_of(experiment, p.cell),
+            progress.tokens if progress else None,
+        )
+        if p.domain.key not in tools:
+            tools[p.domain.key] = tools_for(experiment, p.domain)
+
+        def report(finished: int, _total: int, i: int = index, t: str = title) -> None:
+            done[i] = finished
+            if progress and progress.update:
+                progress.update(t, sum(done), total)
+
+        before = p.finished()
+        stop: BudgetReached | None = None
+        try:
+            await run_experiment(
+                generator, p.domain.domain, [p.strategy], p.domain.instances, p.run_dir, seed=p.cell.seed,
+                concurrency=experiment.concurrency, config=p.config,
+                on_progress=report, tools=tools[p.domain.key], role_models=role_models,
+            )
+        except BudgetReached as exc:
+            stop = exc  # what finished is on disk; a cell's cap moves on to the next cell
+        p.recorded = recorded_in(p.run_dir, p.strategy, p.cell.seed)
+        new += p.finished() - before
+        if stop is not None and stop.scope == "experiment":
+            return str(stop), new
+    return None, new
+
+
+def metered_models(
+    cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: Callable[[str, int, int], float],
+    on_tokens: Callable[[int], None] | None,
+) -> tuple[Model, dict[str, Model]]:
+    """The cell's generator and its role models (by call role), each charging `meters`."""
+
+    def metered(name: str, call_role: str) -> MeteredModel:
+        return MeteredModel(models[name], meters, lambda pt, ct: usd(call_role, pt, ct), on_tokens=on_tokens)
+
+    role_models: dict[str, Model] = {}
+    for role, name in cell.roles:
+        for call_role in ROLE_CALLS[role]:
+            role_models[call_role] = metered(name, call_role)
+    return metered(cell.model, "generate"), role_models
