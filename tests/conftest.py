@@ -1,11 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+from helpers import SHARED_DATA
+from servers import CannedHandler, InstantReplies, serving
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +41,18 @@ def server(smollm2_path: Path, tmp_path_factory):
 
     with llama_server(smollm2_path, tmp_path_factory.mktemp("server")) as base_url:
         yield base_url
+
+
+@pytest.fixture
+def canned_server() -> Iterator[str]:
+    """A stdlib HTTP server on 127.0.0.1 answering servers.ROUTES; its root URL (no /v1)."""
+    with serving(CannedHandler) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def instant_server() -> Iterator[list[str]]:
+    """Model options for a scripted server on 127.0.0.1 (servers.SERVER_REPLY to every
+    call), so the long commands run in seconds."""
+    with serving(InstantReplies) as port:
+        yield ["--model", "openai/scripted", "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", "none"]

@@ -1,17 +1,24 @@
-"""A real `python -m llama_cpp.server` (SmolLM2-135M) on 127.0.0.1 for the tests that
-need an OpenAI-compatible server; started once per session, stopped by the fixture. It is
-started through `veriloop.models.amx`, which keeps llama.cpp's crashing AMX kernels out."""
+"""Servers on 127.0.0.1 for the tests: a real `python -m llama_cpp.server` (SmolLM2-135M)
+for the tests that need an OpenAI-compatible server, started once per session and stopped
+by the fixture (through `veriloop.models.amx`, which keeps llama.cpp's crashing AMX kernels
+out); and two stdlib servers that answer at once: one with canned answers of the wrong
+shape (what a user's misconfigured base URL meets) and one whose every chat completion is
+SERVER_REPLY (so long commands run in seconds). The fixtures are in conftest.py."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 SECRET = "sk-test-DO-NOT-RECORD-4242"
 ALIAS = "smollm2"
@@ -58,3 +65,78 @@ def llama_server(model_path: Path, log_dir: Path, api_key: str = SECRET) -> Iter
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A threaded stdlib HTTP server on 127.0.0.1 running `handler`; yields its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+# ---------------------------------------------------------------- a server that answers wrongly
+
+COMPLETION = {
+    "id": "c1", "object": "chat.completion", "created": 0, "model": "x",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Answer: 4 * 6 * (1 * 1)"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+}
+UNKNOWN_MODEL = {"error": {"message": "The model `x` does not exist.", "type": "invalid_request_error",
+                           "code": "model_not_found"}}
+# POST path -> (status, content type, body); any other path is a plain-text 404, as Go and
+# Ollama servers answer a base URL without /v1.
+ROUTES: dict[str, tuple[int, str, bytes]] = {
+    "/ok/v1/chat/completions": (200, "application/json", json.dumps(COMPLETION).encode()),
+    "/text/v1/chat/completions": (200, "text/plain", b"Hello from a plain web server\n"),
+    "/other-api/v1/chat/completions": (200, "application/json", b'{"result": "4*6", "status": "done"}'),
+    "/unknown-model/v1/chat/completions": (404, "application/json", json.dumps(UNKNOWN_MODEL).encode()),
+}
+
+
+class CannedHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, content_type, body = ROUTES.get(self.path, (404, "text/plain", b"404 page not found"))
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the test's output is the CLI's, not the server's access log
+
+
+# ---------------------------------------------------------------- a server that answers at once
+
+# What the instant server answers to everything: a step, a program, an answer and a verdict.
+SERVER_REPLY = "Step 1: 3 + 4 = 7.\nanswer = 7\nAnswer: 7\nVerdict: correct"
+
+
+class InstantReplies(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that answers SERVER_REPLY at once."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps({
+            "id": "reply", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": SERVER_REPLY},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+        }).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass

@@ -10,6 +10,7 @@ import json
 import warnings
 
 import pytest
+from helpers import read_trajectories
 
 import veriloop
 from veriloop import CheckError, Task, Verdict, VerdictError, VeriloopError
@@ -518,3 +519,18 @@ def test_a_prompt_once_sent_is_never_changed():
 
     veriloop.correct(llm, BASE, odd_as_text, cache=False)
     assert [len(m) for m in kept] == [1, 3, 5]
+
+
+def test_evaluate_refuses_a_run_directory_made_with_other_settings(tmp_path):
+    from veriloop.errors import VeriloopError
+
+    task = veriloop.Task.from_records([{"q": "a"}, {"q": "b"}], prompt="{q}", check=lambda row, answer: True)
+    model = veriloop.model(lambda messages: "yes", identity="always-yes", name="yes-man")
+    out = tmp_path / "run"
+    veriloop.evaluate(task, ["standard"], model=model, out=out, cache=False)
+    with pytest.raises(VeriloopError, match=rf"{out} holds a run made with seed 0, not 1: "):
+        veriloop.evaluate(task, ["standard"], model=model, out=out, seed=1, cache=False)
+    with pytest.raises(VeriloopError, match=r"model yes-man \(always-yes\), not other \(other\)"):
+        veriloop.evaluate(task, ["standard"], model=veriloop.model(lambda m: "no", identity="other", name="other"), out=out,
+                    cache=False)
+    assert len(read_trajectories(out)) == 2

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import assert_one_line_error, veriloop
-from test_user_errors import canned_server  # noqa: F401 (a fixture)
+from helpers import assert_one_line_error, veriloop
 
 import veriloop as vl
 from veriloop import CheckError, FunctionCheck, Task
@@ -283,13 +282,13 @@ def the_error(proc: subprocess.CompletedProcess[str]) -> str:
     return errors[0]
 
 
-def test_cli_a_check_that_calls_sys_exit_stops_the_run_in_one_line(tmp_path, canned_server):  # noqa: F811
+def test_cli_a_check_that_calls_sys_exit_stops_the_run_in_one_line(tmp_path, canned_server):
     proc = veriloop(*run_args(tmp_path, canned_server, "exits_on_b", "-s", "standard"), home=tmp_path / "home")
     assert the_error(proc) == "error: check ab_checks:exits_on_b raised on instance 'b': SystemExit: 0"
     assert kept(tmp_path) == ["a"]
 
 
-def test_cli_check_timeout_stops_a_check_that_loops(tmp_path, canned_server):  # noqa: F811
+def test_cli_check_timeout_stops_a_check_that_loops(tmp_path, canned_server):
     proc = veriloop(*run_args(tmp_path, canned_server, "loops_on_b", "-s", "backprompt:max_rounds=1",
                               "--check-timeout", "1.5"), home=tmp_path / "home")  # ample for a's check
     assert the_error(proc) == (
@@ -310,7 +309,7 @@ def test_cli_check_timeout_goes_with_a_check(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", ["standard", "backprompt:max_rounds=1"])
-def test_cli_ctrl_c_stops_a_run_whose_check_loops_forever(tmp_path, canned_server, strategy):  # noqa: F811
+def test_cli_ctrl_c_stops_a_run_whose_check_loops_forever(tmp_path, canned_server, strategy):
     # standard judges its answer from inside the loop (blocking it); backprompt awaits the
     # check as its verifier. The limit (60 s) is far off: only Ctrl-C can end this run.
     proc = subprocess.Popen(

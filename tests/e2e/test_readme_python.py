@@ -1,0 +1,71 @@
+"""Every Python block of the README runs as written, against the real SmolLM2 model and a
+real llama_cpp.server, each in a fresh interpreter (so a name it uses without importing
+fails), followed by assertions that pin what it must have produced. A block without an
+entry in CHECKS fails the test."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+from servers import SECRET
+
+from veriloop.paths import models_dir
+
+pytestmark = [pytest.mark.model, pytest.mark.server]
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.MULTILINE | re.DOTALL)
+
+
+# What each block must have done, by a phrase that identifies the block.
+CHECKS = {
+    "three_words": """
+assert result.rounds >= 1 and len(result.feedback) == result.rounds - 1
+assert result.ok == (len(result.answer.split()) == 3)
+assert [c.role for c in result.trajectory.calls] == ["generate"] * result.rounds
+""",
+    '"game24"': """
+assert [(s.strategy.split(":")[0], s.n) for s in summaries] == [("standard", 3), ("backprompt", 3), ("sampling", 3)]
+import json, pathlib
+config = json.loads(pathlib.Path("runs/game24-server/config.json").read_text())
+assert config["api"] == "veriloop.evaluate"
+""",
+    "arith.jsonl": """
+assert [(s.strategy.split(":")[0], s.n) for s in summaries] == [("standard", 2), ("backprompt", 2), ("best-of-n", 2)]
+again = veriloop.evaluate(task, ["standard", "backprompt:feedback=first,max_rounds=2", "best-of-n:n=3"],
+                          model=veriloop.model("smollm2-135m"), out="runs/arith")
+assert [s.model_dump() for s in again] == [s.model_dump() for s in summaries]
+""",
+    "check_solution": """
+assert check.steps_checked == 2 and len(check.steps) == 2 and 0.0 <= check.confidence <= 1.0
+""",
+}
+
+
+def test_every_python_block_has_its_checks():
+    blocks = python_blocks()
+    assert len(blocks) == len(CHECKS), "a README Python block without an entry in CHECKS, or an entry without one"
+    for block, phrase in zip(blocks, CHECKS):
+        assert phrase in block
+
+
+@pytest.mark.parametrize("index", range(len(CHECKS)), ids=list(CHECKS))
+def test_readme_python_block_runs(index, server, tmp_path):
+    block = python_blocks()[index]
+    checks = list(CHECKS.values())[index]
+    script = tmp_path / "example.py"
+    script.write_text(block + "\n# --- the test's own checks\n" + checks)
+    # A fresh home (call cache, tool cache) that still finds the packs the set-up installed.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models").symlink_to(models_dir())
+    env = {**os.environ, "VERILOOP_BASE_URL": server, "VERILOOP_API_KEY": SECRET, "VERILOOP_HOME": str(home)}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,0 +1,74 @@
+"""Fixtures of the report viewer's tests: the scripted runs of view_runs.py, played once
+per module, and run directories holding them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted import play
+from view_runs import (
+    CRITIQUE,
+    EIGHT,
+    FEEDBACK,
+    GAME24,
+    GSM8K,
+    GSM8K_COT,
+    HOSTILE,
+    JUDGE,
+    JUDGE_ACCEPTS,
+    JUDGE_REJECTS,
+    OTHER,
+    PROGRAM_QUESTION,
+    PUZZLE,
+    RIGHT,
+    RIGHT_PROGRAM,
+    RIGHT_STEPS,
+    SOUND,
+    STEP_CHECKS,
+    STEP_QUESTION,
+    WRONG_PROGRAM,
+    WRONG_STEPS,
+    write_run,
+)
+
+from veriloop.records import Trajectory
+from veriloop.tools import get_tool
+from veriloop.tools.base import Toolbox
+
+
+@pytest.fixture(scope="module")
+def played() -> dict[str, Trajectory]:
+    standard, _ = play("standard", GAME24, PUZZLE, [RIGHT])
+    sound, sound_model = play(SOUND, GAME24, PUZZLE, [EIGHT, RIGHT])
+    accepted, _ = play(JUDGE, GAME24, PUZZLE, [EIGHT, JUDGE_ACCEPTS], seed=1)
+    rejected, _ = play(JUDGE, GAME24, PUZZLE, [RIGHT, JUDGE_REJECTS, RIGHT, JUDGE_ACCEPTS])
+    hostile, _ = play("standard", GAME24, OTHER, [HOSTILE])
+    # What the scripted model was really sent in round 2: the feedback the page must show.
+    assert sound_model.asked[1][0][-1]["content"] == FEEDBACK
+    return {"standard": standard, "sound": sound, "accepted": accepted, "rejected": rejected, "hostile": hostile}
+
+
+
+@pytest.fixture(scope="module")
+def checked() -> dict[str, Trajectory]:
+    """The verifiers' own work: CRITIC's tool calls and SelfCheck's step checks."""
+    critic, _ = play("critic", GSM8K, PROGRAM_QUESTION, [
+        f"```python\n{WRONG_PROGRAM}\n```", CRITIQUE, f"```python\n{RIGHT_PROGRAM}\n```", "Verdict: correct",
+    ], tools=Toolbox([get_tool("python")]))
+    stages = [reply for steps in STEP_CHECKS.values() for step in steps for reply in (step[2], step[3], *step[6:8])]
+    selfcheck, model = play("selfcheck:n=2", GSM8K_COT, STEP_QUESTION, [WRONG_STEPS, RIGHT_STEPS, *stages])
+    assert model.replies == []
+    return {"critic": critic, "selfcheck": selfcheck}
+
+
+
+@pytest.fixture
+def checked_dir(tmp_path: Path, checked: dict[str, Trajectory]) -> Path:
+    return write_run(tmp_path / "checked", list(checked.values()))
+
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
+    return write_run(tmp_path / "run", list(played.values()))
