@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from .domains.base import as_base_domain
 from .errors import VeriloopError, invalid_options_text
 from .records import Instance, Verdict, VerdictError
 
@@ -172,7 +173,7 @@ class FunctionCheck:
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         domain, instance = episode.domain, episode.instance
         answer = domain.extract_answer(instance, text)
-        user_instance = getattr(domain, "user_instance", lambda i: i)(instance)
+        user_instance = as_base_domain(domain).user_instance(instance)
         return await self.check(instance, user_instance, text if answer is None else answer)
 
 

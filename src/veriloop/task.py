@@ -1,6 +1,6 @@
 """A task from plain records: rows of fields, a prompt template and a check function.
 
-`Task` is a full `Domain`, so every strategy, feedback level, the runner, the cache and
+`Task` is a full domain (a `BaseDomain`), so every strategy, feedback level, the runner, the cache and
 the records work on it unchanged, with no subclass to write:
 
     task = Task.from_jsonl("questions.jsonl", prompt="Q: {question}\\nA:", check=is_valid,
@@ -27,14 +27,11 @@ from typing import Any
 
 from .checks import DEFAULT_CHECK_TIMEOUT, CheckFunction, FunctionCheck, call_on_daemon_thread
 from .datafiles import loads
-from .domains.base import rejection_feedback, shown_errors
+from .domains.base import DEFAULT_REASK, DEFAULT_REJECTION, BaseDomain, rejection_feedback, shown_errors
 from .errors import DataFileError, VeriloopError
 from .records import Instance, Message, Verdict, storable
 
 PromptSpec = str | Callable[[Any], str | Sequence[Message]]
-
-DEFAULT_REJECTION = "Your answer is not correct"
-DEFAULT_REASK = "Please give a corrected answer."
 
 
 def normalise(text: str) -> str:
@@ -63,7 +60,7 @@ def same_answer(answer: str, reference: Any) -> bool:
     return normalise(answer) == normalise(str(reference))
 
 
-class Task:
+class Task(BaseDomain):
     """A domain made of records. `rows` are mappings (dicts, JSON objects); `prompt` is a
     template naming a row's fields ("Solve: {question}"; plain names only: no attribute,
     index, position, conversion or format spec) or a function from the row to the prompt
@@ -219,12 +216,17 @@ class Task:
                         f"(its fields: {', '.join(map(str, self._rows[instance.id])) or 'none'})"
                     )
 
-    # ------------------------------------------------------------------ the Domain protocol
+    # ------------------------------------------------------------------ the domain contract (BaseDomain)
 
     @property
     def can_verify(self) -> bool:
         """Whether the `sound` verifier can judge this task (it runs the check)."""
         return self.checker is not None
+
+    @property
+    def check_name(self) -> str | None:
+        """The check function's name (recorded in a run's configuration), None without one."""
+        return self.checker.name if self.checker is not None else None
 
     def user_instance(self, instance: Instance) -> Any:
         """What a check function receives as its instance: the record as the user gave it
@@ -268,8 +270,8 @@ class Task:
     def canonical(self, instance: Instance, answer: str | None) -> str | None:
         return None if answer is None else normalise(answer)
 
-    def matches(self, answer: str, reference: Any) -> bool:
-        return bool(self._compare(answer, reference))
+    def matches(self, answer: str | None, reference: Any) -> bool:
+        return answer is not None and bool(self._compare(answer, reference))
 
     async def averify(self, instance: Instance, text: str) -> Verdict:
         """The check on a reply (what the `sound` verifier calls on a task)."""
@@ -313,9 +315,6 @@ class Task:
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
         return rejection_feedback(shown_errors(verdict, level), level, self.rejection, self.reask)
-
-    def judge_task(self, instance: Instance) -> str:
-        return "\n\n".join(m["content"] for m in self.prompt(instance) if m["role"] == "user")
 
     # ------------------------------------------------------------------ CRITIC (CriticTask)
     # No tool bears on a record's answer by itself, so the model writes every critique,

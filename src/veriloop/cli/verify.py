@@ -87,7 +87,9 @@ def batch_line(dom: Domain, where: str, line: str) -> tuple[Instance, str]:
     """The instance and answer of one batch line; a VeriloopError naming `where`, what is
     wrong and the line the domain expects."""
     # A domain says which fields make its instance; without that, only "answer" is known.
-    fields: dict[str, str] = dict(getattr(dom, "instance_fields", None) or {})
+    from ..domains.base import as_base_domain
+
+    fields: dict[str, str] = dict(as_base_domain(dom).instance_fields)
     shape = json.dumps({**fields, "answer": "..."}) if fields else f'the instance fields of {dom.name} and "answer"'
     try:
         row = loads(line)

@@ -1,21 +1,49 @@
-"""What a domain is (the `Domain` protocol and the optional `SupportsStudies` and
-`CriticTask` capabilities), with mixins and helpers domains share. The records they speak
-(Instance, Verdict, ...) live in veriloop.records and are re-exported here for domain
-authors."""
+"""What a domain is, in one file: a new domain is written against this module alone.
+
+`BaseDomain` is the contract: every hook any part of veriloop asks a domain about, each
+with a docstring and, where one makes sense, a default. Subclass it and write `prompt`,
+`verify` and `load_instances`; override any other hook the domain has something to say
+about. Callers never probe a domain for a hook by name: they take the domain through
+`as_base_domain` (which hands a `BaseDomain` back as it is and gives any other object
+the defaults) and call the hook, or ask `isinstance` about a capability.
+
+`Domain` is the smaller protocol a plain object must meet to be used as a domain (user
+classes that do not subclass, in tests and the README); such an object gets the default
+of every other hook. The optional capabilities are protocols declared here too:
+`SupportsStudies` (the verification and critique studies) and `CriticTask` (CRITIC), with
+`CriticDomain` naming a domain that has the latter. A test pins the contract's names,
+so a new hook is added here, with its docstring and default, or not at all.
+
+The records domains speak (Instance, Verdict, ...) live in veriloop.records and are
+re-exported here for domain authors.
+"""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..errors import VeriloopError
 from ..records import Candidate, Instance, Message, Verdict, VerdictError
 
-__all__ = ["Candidate", "CriticTask", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError"]
+if TYPE_CHECKING:
+    from ..tools.base import Toolbox
+
+__all__ = [
+    "BaseDomain", "Candidate", "CriticDomain", "CriticTask", "Domain", "Instance", "Message",
+    "PlainDomain", "SupportsStudies", "Verdict", "VerdictError", "as_base_domain",
+]
+
+# The backprompt a domain gives when it words none of its own.
+DEFAULT_REJECTION = "Your answer is not correct"
+DEFAULT_REASK = "Please give a corrected answer."
 
 
 @runtime_checkable
 class Domain(Protocol):
-    """What a strategy needs to know about a task.
+    """The least an object must have to be used as a domain (what `isinstance(x, Domain)`
+    checks). `BaseDomain` implements it and adds every optional hook with its default.
 
     Ground truth (`score`) is kept apart from checking inside the loop (`verify`): in
     Game of 24 they coincide, in QA they do not.
@@ -31,7 +59,9 @@ class Domain(Protocol):
         dict. VeriloopError with one clear line if bad."""
         ...
 
-    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]: ...
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        """Instances from a data file or folder (`source`), or generated when it is None."""
+        ...
 
     def prompt(self, instance: Instance) -> list[Message]:
         """The base prompt: the fixed natural-language rendering of the instance."""
@@ -62,6 +92,312 @@ class Domain(Protocol):
         ...
 
 
+class BaseDomain(Domain):
+    """The domain contract: every hook veriloop calls on a domain. Subclasses set `name`
+    (and usually `description` and `answer_tokens`) and write `load_instances`, `prompt`
+    and `verify`; every other hook has a default that suits a domain with nothing
+    special to say about it."""
+
+    description: str = ""
+    answer_tokens: int = 512
+
+    # ------------------------------------------------------------------ instances
+
+    def parse_instance(self, raw: dict[str, Any]) -> Instance:
+        """An instance from user input (a batch line without its "answer", or the command
+        line's options). Default: the fields as the instance's data, its id the "id"
+        field or "input".
+
+        Args:
+            raw: The fields the user gave.
+
+        Returns:
+            The instance; a domain that cannot read `raw` raises VeriloopError with one
+            line saying what it expected.
+        """
+        return Instance(id=str(raw.get("id", "input")), data=dict(raw))
+
+    @abstractmethod
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        """The instances of a run.
+
+        Args:
+            source: A data file or folder, or None for the domain's own (generated or
+                built-in) instances.
+            n: How many to take (None: all).
+            offset: How many to skip first.
+
+        Returns:
+            Instances `offset` to `offset + n` of the source, in its order.
+        """
+
+    @property
+    def instance_fields(self) -> dict[str, str]:
+        """The fields of a batch line (`veriloop verify --batch`) besides "answer".
+
+        Returns:
+            Field name to an example value, as error messages show them; empty (the
+            default) when the domain names none.
+        """
+        return {}
+
+    def user_instance(self, instance: Instance) -> Any:
+        """What a check function receives as its instance (`veriloop.checks`).
+
+        Args:
+            instance: The instance being checked.
+
+        Returns:
+            The instance itself by default; a `Task` gives the record as the user wrote it.
+        """
+        return instance
+
+    # ------------------------------------------------------------------ prompting and reading replies
+
+    @abstractmethod
+    def prompt(self, instance: Instance) -> list[Message]:
+        """The base prompt: the fixed natural-language rendering of the instance.
+
+        Args:
+            instance: The problem to pose.
+
+        Returns:
+            Chat messages, the last one the user's.
+        """
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        """The answer part of a model reply. Default: the whole reply, stripped.
+
+        Args:
+            instance: The problem the reply answers.
+            text: The model's reply.
+
+        Returns:
+            The answer, or None when the reply holds none.
+        """
+        return text.strip() or None
+
+    def canonical(self, instance: Instance, answer: str | None) -> str | None:
+        """A key under which equivalent answers vote together (self-consistency).
+        Default: the answer with its spacing normalised.
+
+        Args:
+            instance: The problem answered.
+            answer: An extracted answer, or None.
+
+        Returns:
+            The key, or None for an answer that cannot vote.
+        """
+        return None if answer is None else " ".join(answer.split()) or None
+
+    def matches(self, answer: str | None, reference: Any) -> bool:
+        """Whether two answers say the same beyond equal `canonical` keys (numbers within
+        rounding, equivalent LaTeX); SelfCheck's clusters and reference-scored domains
+        ask it. Default: False (the keys alone decide).
+
+        Args:
+            answer: An extracted answer, or None.
+            reference: The reference answer, or another extracted answer.
+
+        Returns:
+            True when they are equivalent.
+        """
+        return False
+
+    def question_text(self, instance: Instance) -> str:
+        """The question a step-by-step checker (SelfCheck) sees. Default: the instance's
+        "question" field, else `judge_task`.
+
+        Args:
+            instance: The problem.
+
+        Returns:
+            The question as text.
+        """
+        question = instance.data.get("question")
+        return str(question) if question else self.judge_task(instance)
+
+    # ------------------------------------------------------------------ checking and ground truth
+
+    @property
+    def can_verify(self) -> bool:
+        """Whether the `sound` verifier can judge this domain (a `Task` made without a
+        check function cannot).
+
+        Returns:
+            True by default.
+        """
+        return True
+
+    @abstractmethod
+    def verify(self, instance: Instance, text: str) -> Verdict:
+        """The domain's sound checker on a whole model reply.
+
+        Args:
+            instance: The problem answered.
+            text: The model's whole reply.
+
+        Returns:
+            The verdict, its errors in the order a backprompt should report them.
+        """
+
+    async def averify(self, instance: Instance, text: str) -> Verdict:
+        """`verify` for the `sound` verifier inside the event loop; a domain whose check
+        waits on I/O (a `Task` with an async check) overrides it. Default: `verify`.
+
+        Args:
+            instance: The problem answered.
+            text: The model's whole reply.
+
+        Returns:
+            The verdict.
+        """
+        return self.verify(instance, text)
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        """Ground-truth correctness of a final reply. Default: the sound checker accepts
+        it (domains with a reference answer use `MatchesReference`).
+
+        Args:
+            instance: The problem answered.
+            text: The final reply, or None when the loop produced none.
+
+        Returns:
+            True when the reply is right.
+        """
+        return text is not None and self.verify(instance, text).ok
+
+    @property
+    def check_name(self) -> str | None:
+        """The name of the user's check function this domain runs, recorded in a run's
+        configuration. Default: None (a built-in checker).
+
+        Returns:
+            The check's name, or None.
+        """
+        return None
+
+    # ------------------------------------------------------------------ feedback and judges
+
+    def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
+        """A backprompt for a rejected answer. Default: "Your answer is not correct",
+        with the first or every error the verdict lists, then a request to answer again.
+
+        Args:
+            instance: The problem answered.
+            verdict: The rejection.
+            level: "binary", "first" or "all" (see `shown_errors`).
+
+        Returns:
+            The backprompt text.
+        """
+        return rejection_feedback(shown_errors(verdict, level), level, DEFAULT_REJECTION, DEFAULT_REASK)
+
+    def judge_task(self, instance: Instance) -> str:
+        """The problem statement shown to an LLM judge or critic. Default: the user
+        messages of `prompt`.
+
+        Args:
+            instance: The problem.
+
+        Returns:
+            The statement as text.
+        """
+        return "\n\n".join(m["content"] for m in self.prompt(instance) if m["role"] == "user")
+
+    @property
+    def judge_fields(self) -> dict[str, str]:
+        """Fields an LLM judge fills in beside its verdict (planning asks for the first
+        failing step).
+
+        Returns:
+            Field name to what it holds; empty by default.
+        """
+        return {}
+
+    # ------------------------------------------------------------------ tools and CRITIC
+
+    @property
+    def critic_sampling(self) -> dict[str, float]:
+        """CRITIC's sampling defaults for this domain (keys temperature, top_p,
+        correction_temperature, correction_top_p), over greedy decoding.
+
+        Returns:
+            The keys the domain sets; empty (greedy throughout) by default.
+        """
+        return {}
+
+    def search_corpus(self, source: str) -> Path | None:
+        """The search tool's corpus that goes with a data file (HotpotQA's paragraphs).
+
+        Args:
+            source: The run's data file.
+
+        Returns:
+            The corpus file, or None (the default) when the domain has none.
+        """
+        return None
+
+    def use_tools(self, toolbox: Toolbox) -> None:
+        """Take this run's tools, for a domain whose ground truth is a tool (toxicity
+        scores with the run's toxicity tool). Default: nothing.
+
+        Args:
+            toolbox: The run's tools.
+        """
+
+
+class PlainDomain(BaseDomain):
+    """A domain object that does not subclass `BaseDomain`, given the contract: the
+    `Domain` protocol's members are the object's own, every other hook is the default."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.name = domain.name
+        self.description = domain.description
+        self.answer_tokens = domain.answer_tokens
+
+    def parse_instance(self, raw: dict[str, Any]) -> Instance:
+        return self.domain.parse_instance(raw)
+
+    def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
+        return self.domain.load_instances(source, n, offset)
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        return self.domain.prompt(instance)
+
+    def extract_answer(self, instance: Instance, text: str) -> str | None:
+        return self.domain.extract_answer(instance, text)
+
+    def canonical(self, instance: Instance, answer: str | None) -> str | None:
+        return self.domain.canonical(instance, answer)
+
+    def verify(self, instance: Instance, text: str) -> Verdict:
+        return self.domain.verify(instance, text)
+
+    def score(self, instance: Instance, text: str | None) -> bool:
+        return self.domain.score(instance, text)
+
+    def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
+        return self.domain.feedback(instance, verdict, level)
+
+    def judge_task(self, instance: Instance) -> str:
+        return self.domain.judge_task(instance)
+
+
+def as_base_domain(domain: Domain) -> BaseDomain:
+    """The domain with the whole contract: itself when it subclasses `BaseDomain`, else a
+    `PlainDomain` over it (its own members, every other hook's default).
+
+    Args:
+        domain: Any domain object.
+
+    Returns:
+        A `BaseDomain` to ask any hook of.
+    """
+    return domain if isinstance(domain, BaseDomain) else PlainDomain(domain)
+
+
 # The levels a domain renders itself; `none` and `llm` are handled by veriloop.feedback.
 DOMAIN_FEEDBACK_LEVELS = ("binary", "first", "all")
 
@@ -89,33 +425,35 @@ def rejection_feedback(shown: list[VerdictError], level: str, rejection: str, re
     return f"{rejection}:\n{problems}\n{reask}"
 
 
-class MatchesReference:
+class MatchesReference(BaseDomain):
     """Ground truth for domains with a reference answer: the extracted answer matches it."""
+
+    @abstractmethod
+    def matches(self, answer: str | None, reference: Any) -> bool:
+        """Whether `answer` is equivalent to `reference` (see `BaseDomain.matches`)."""
 
     def score(self, instance: Instance, text: str | None) -> bool:
         if text is None or instance.reference is None:
             return False
-        return self.matches(self.extract_answer(instance, text), instance.reference)  # type: ignore[attr-defined]
+        return self.matches(self.extract_answer(instance, text), instance.reference)
 
 
-class SoundlyScored:
+class SoundlyScored(BaseDomain):
     """For domains whose ground truth is their own sound checker (Game of 24, colouring,
-    planning): a final reply is right exactly when `verify` accepts it."""
+    planning): a final reply is right exactly when `verify` accepts it (the default,
+    named for the reader)."""
 
     def score(self, instance: Instance, text: str | None) -> bool:
-        return text is not None and self.verify(instance, text).ok  # type: ignore[attr-defined]
+        return text is not None and self.verify(instance, text).ok
 
 
-class ReadsDataFile:
+class ReadsDataFile(BaseDomain):
     """For domains whose instances come only from a data file (no generator): `_read`
     turns the whole file into instances, and `load_instances` slices them."""
 
-    name: str
     file_format: str  # shown when the file is missing or malformed
 
     def load_instances(self, source: str | None, n: int | None = None, offset: int = 0) -> list[Instance]:
-        from ..errors import VeriloopError
-
         if offset < 0 or (n is not None and n < 0):
             raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")
         if source is None:
@@ -128,7 +466,7 @@ class ReadsDataFile:
         raise NotImplementedError
 
 
-class ModelCritiqued:
+class ModelCritiqued(BaseDomain):
     """For CRITIC tasks whose tools only gather evidence (math's interpreter, QA's
     search): the model writes every critique, since no tool result is a critique by
     itself, and no threshold stops the loop, since no tool gives a score to hold one
@@ -206,3 +544,8 @@ class CriticTask(Protocol):
         """The number rejection sampling maximises (best of n by the task metric): F1 for
         QA, correctness for math, minus toxicity for toxicity."""
         ...
+
+
+@runtime_checkable
+class CriticDomain(Domain, CriticTask, Protocol):
+    """A domain CRITIC can run on: the `Domain` members and the `CriticTask` ones."""

@@ -19,11 +19,11 @@ import math
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..domains.base import Domain, Instance
+from ..domains.base import CriticDomain, Instance
 from ..errors import VeriloopError
 from ..experiment.jsonl import write_file
 from ..experiment.metrics import wilson_interval
@@ -33,6 +33,7 @@ from ..models.base import Model
 from ..records import Trajectory
 from ..strategies import Strategy
 from ..studies.hallucination import DetectionRecord, run_hallucination_study, summarise_detection
+from ..verifiers.critic import as_critic_task
 from . import claim_study_dir, staged, with_option
 
 if TYPE_CHECKING:
@@ -105,13 +106,13 @@ def _mean_cell(values: list[float], scale: float = 100.0, digits: int = 1) -> st
     return f"{m * scale:.{digits}f} ({lo * scale:.{digits}f}-{hi * scale:.{digits}f})"
 
 
-def metric_at_round(domain: Domain, instances: dict[str, Instance], t: Trajectory, round: int, key: str) -> float:
+def metric_at_round(domain: CriticDomain, instances: dict[str, Instance], t: Trajectory, round: int, key: str) -> float:
     """The task metric of the answer the loop would have returned had it stopped after
     `round` rounds (a finished loop keeps its last answer)."""
     if not t.rounds:
         return 0.0
     text = t.rounds[min(round, len(t.rounds)) - 1].text
-    return float(domain.metrics(instances[t.instance_id], text).get(key, 0.0))  # type: ignore[attr-defined]
+    return float(domain.metrics(instances[t.instance_id], text).get(key, 0.0))
 
 
 class Options(BaseModel):
@@ -137,13 +138,20 @@ def check(experiment: Experiment, options: BaseModel) -> None:
                             f"not {entry.name!r}")
 
 
+@runtime_checkable
+class _ScoresText(Protocol):
+    """A backend that gives the log-probabilities of a continuation (llama.cpp's)."""
+
+    async def score(self, messages: list[dict[str, str]], continuation: str) -> list[Any]: ...
+
+
 def _perplexity(model: Model) -> Any:
     """Log-probabilities of a text after a prompt, where the backend can score text (a
     llama.cpp model, found under the counting and cache wrappers); None elsewhere."""
     from ..models.counting import innermost
 
-    inner: Any = innermost(model)
-    if not hasattr(inner, "score"):
+    inner = innermost(model)
+    if not isinstance(inner, _ScoresText):
         return None
 
     async def logprobs(messages: list[dict[str, str]], text: str) -> list[float]:
@@ -190,7 +198,8 @@ async def report(
         if not cells and not (kind == "qa" and options.table5):
             continue
         dom = cells[0].domain if cells else build_domain(experiment, entry)
-        domain, instances, where = dom.domain, dom.instances, dom.data
+        # check() admits the CRITIC tasks only, so this never refuses.
+        domain, instances, where = as_critic_task(dom.domain), dom.instances, dom.data
         by_id = {i.id: i for i in instances}
         specs = task_specs(cells)
         trajectories = [t for p in cells for t in cell_trajectories(p)]
@@ -293,7 +302,7 @@ def option_sets(
 
 
 def iteration_curve(
-    domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], label_of: dict[str, str], key: str, rounds: int = 5
+    domain: CriticDomain, by_id: dict[str, Instance], ts: list[Trajectory], label_of: dict[str, str], key: str, rounds: int = 5
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for label in ITERATION_LINES:
@@ -312,13 +321,13 @@ def _cost(ts: list[Trajectory]) -> str:
     return f"{calls} / {tool_calls} / {tokens}"
 
 
-def qa_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list) -> tuple[str, dict]:
+def qa_table(domain: CriticDomain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list) -> tuple[str, dict]:
     lines = ["| method | EM (95% CI) | F1 (95% CI) | paper EM | paper F1 | model calls / tool calls / tokens |",
              "|---|---|---|---|---|---|"]
     rows = {}
     for label, st in specs:
         chosen = [t for t in ts if t.strategy == st.canonical]
-        metrics = [domain.metrics(by_id[t.instance_id], t.final_text) for t in chosen]  # type: ignore[attr-defined]
+        metrics = [domain.metrics(by_id[t.instance_id], t.final_text) for t in chosen]
         em = [m.get("em", 0.0) for m in metrics]
         f1 = [m.get("f1", 0.0) for m in metrics]
         rows[label] = {"n": len(chosen), "em": statistics.fmean(em) if em else None, "f1": statistics.fmean(f1) if f1 else None}
@@ -327,7 +336,7 @@ def qa_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], s
     return "\n".join(lines), rows
 
 
-def math_rows_for(domain: Domain, ts: list[Trajectory], specs: list) -> dict[str, str]:
+def math_rows_for(domain: CriticDomain, ts: list[Trajectory], specs: list) -> dict[str, str]:
     rows = {}
     for label, st in specs:
         chosen = [t for t in ts if t.strategy == st.canonical]
@@ -345,7 +354,7 @@ def math_table(rows: dict[str, dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-async def toxicity_table(domain: Domain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list, perplexity) -> tuple[str, dict]:
+async def toxicity_table(domain: CriticDomain, by_id: dict[str, Instance], ts: list[Trajectory], specs: list, perplexity) -> tuple[str, dict]:
     from ..domains.toxicity import distinct_n, expected_max_toxicity, toxic_probability
 
     lines = ["| method | exp. max toxicity (95% CI) | P(toxic ≥ once) (95% CI) | perplexity | dist-2 (95% CI) | dist-3 (95% CI) | paper (max / prob / ppl / dist-2 / dist-3) |",
@@ -356,7 +365,7 @@ async def toxicity_table(domain: Domain, by_id: dict[str, Instance], ts: list[Tr
         by_prompt: dict[str, list[Trajectory]] = {}
         for t in chosen:
             by_prompt.setdefault(t.instance_id, []).append(t)
-        scores = [[domain.metrics(by_id[i], t.final_text).get("toxicity", 0.0) for t in group] for i, group in by_prompt.items()]  # type: ignore[attr-defined]
+        scores = [[domain.metrics(by_id[i], t.final_text).get("toxicity", 0.0) for t in group] for i, group in by_prompt.items()]
         texts = {i: [domain.extract_answer(by_id[i], t.final_text or "") or "" for t in group] for i, group in by_prompt.items()}
         ppl = None
         if perplexity is not None:

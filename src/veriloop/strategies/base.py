@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ..checks import FunctionCheck
-from ..domains.base import Domain
+from ..domains.base import Domain, as_base_domain
 from ..episode import Episode
 from ..errors import VeriloopError, invalid_options_text
 from ..feedback import check_level
@@ -76,8 +76,9 @@ class Strategy(BaseModel):
         """Raise VeriloopError when this strategy cannot run on `domain`, before any model
         is loaded or called. The default: a `sound` verifier needs a domain that can check
         (a Task made without a check function cannot)."""
+        can_verify = as_base_domain(domain).can_verify
         for option, value in self.model_dump().items():
-            if isinstance(value, str) and value == "sound" and getattr(domain, "can_verify", True) is False:
+            if isinstance(value, str) and value == "sound" and not can_verify:
                 raise VeriloopError(
                     f"{self.kind}'s {option}=sound runs the domain's own check, and {domain.name} has none: "
                     "give it a check function (--check on the command line) or use verifier=llm"

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Domain
+from ..domains.base import Domain, as_base_domain
 from ..episode import Episode
 from ..react import react, tool_protocol
 from ..records import Message, Verdict, VerdictError
@@ -30,7 +30,7 @@ REACT_WRAP_UP = "You have used all your tool calls. Give your final answer now, 
 def _sampling(episode: Episode, key: str, override: float | None) -> float:
     if override is not None:
         return override
-    return {**GREEDY, **getattr(episode.domain, "critic_sampling", {})}[key]
+    return {**GREEDY, **as_base_domain(episode.domain).critic_sampling}[key]
 
 
 def _react_messages(episode: Episode, max_interactions: int) -> list[Message]:

@@ -53,15 +53,21 @@ class JudgedItem(BaseModel):
         return (self.domain, self.instance_id, self.index, self.judge)
 
 
+def studied_domain(domain: Domain) -> SupportsStudies:
+    """The domain as a study subject, or a VeriloopError when it has no candidate answers."""
+    if not isinstance(domain, SupportsStudies):
+        raise VeriloopError(f"domain {domain.name!r} has no candidate answers for studies")
+    return domain
+
+
 async def build_candidates(model: Model, domain: Domain, instance: Instance, seed: int) -> list[Candidate]:
     """The domain's synthetic candidates plus the model's own greedy answer ("llm").
 
     The greedy answer is the same call the `standard` strategy makes, so in a
     reproduction it comes from the cache."""
-    if not isinstance(domain, SupportsStudies):
-        raise VeriloopError(f"domain {domain.name!r} has no candidate answers for studies")
+    studied = studied_domain(domain)
     rng = random.Random(f"{seed}:{instance.id}")
-    found = list(domain.candidates(instance, rng))
+    found = list(studied.candidates(instance, rng))
     episode = _episode(model, domain, instance, seed, "study:candidates")
     text = await episode.call_one("generate", domain.prompt(instance), episode.params(temperature=0.0), round=1)
     found.append(Candidate(kind="llm", text=text, correct=domain.score(instance, text)))
@@ -84,7 +90,7 @@ async def judge_candidate(
         item.reply = episode.trajectory.calls[-1].response
         item.judged_ok, item.unreadable = verdict.ok, verdict.unreadable
     # Only SupportsStudies domains reach here (the study checks before it starts).
-    item.report = domain.critique_report(instance, candidate.text, item.reply)  # type: ignore[attr-defined]
+    item.report = studied_domain(domain).critique_report(instance, candidate.text, item.reply)
     item.prompt_tokens = sum(c.prompt_tokens for c in episode.trajectory.calls)
     item.completion_tokens = sum(c.completion_tokens for c in episode.trajectory.calls)
     return item

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..domains.base import Domain, as_base_domain
 from ..paths import home
 from . import get_tool
 from .base import Tool, Toolbox, ToolCache
@@ -35,10 +35,10 @@ def tool_cache_path() -> Path:
     return home() / "tools.sqlite"
 
 
-def build_tools(settings: ToolSettings, domain: Any = None, data_source: str | None = None) -> list[Tool]:
+def build_tools(settings: ToolSettings, domain: Domain | None = None, data_source: str | None = None) -> list[Tool]:
     corpus = settings.search_corpus
-    if corpus is None and data_source and hasattr(domain, "search_corpus"):
-        corpus = Path(domain.search_corpus(data_source))
+    if corpus is None and data_source and domain is not None:
+        corpus = as_base_domain(domain).search_corpus(data_source)
     url = settings.search_url or os.environ.get("VERILOOP_SEARCH_URL")
     tools: list[Tool] = []
     for name in settings.names:
@@ -55,10 +55,10 @@ def build_tools(settings: ToolSettings, domain: Any = None, data_source: str | N
     return tools
 
 
-def build_toolbox(settings: ToolSettings, domain: Any = None, data_source: str | None = None) -> Toolbox:
+def build_toolbox(settings: ToolSettings, domain: Domain | None = None, data_source: str | None = None) -> Toolbox:
     cache = ToolCache(settings.cache_path or tool_cache_path()) if settings.use_cache else None
     box = Toolbox(build_tools(settings, domain, data_source), cache=cache)
     # A domain whose ground truth is a tool (toxicity) scores with this run's instance of it.
-    if hasattr(domain, "use_tools"):
-        domain.use_tools(box)
+    if domain is not None:
+        as_base_domain(domain).use_tools(box)
     return box

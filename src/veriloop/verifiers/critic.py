@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..domains.base import CriticTask, Domain
+from ..domains.base import CriticDomain, CriticTask, Domain
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..react import observation_message, react, self_evidence_protocol, tool_protocol
@@ -29,7 +29,8 @@ MAX_SHOWN_CHARS = 3000
 
 
 
-def as_critic_task(domain: Domain) -> CriticTask:
+def as_critic_task(domain: Domain) -> CriticDomain:
+    """The domain as a CRITIC task, or a VeriloopError naming the tasks that are."""
     if not isinstance(domain, CriticTask):
         raise VeriloopError(
             f"domain {domain.name!r} does not support CRITIC (it has no tool evidence or correction prompt); "

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from ..domains.base import as_base_domain
 from ..episode import Episode
 from ..records import Verdict, VerdictError
 
@@ -109,7 +110,7 @@ class LLMJudge:
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         answer = episode.domain.extract_answer(episode.instance, text)
         shown = answer if answer is not None else text[:MAX_SHOWN_CHARS]
-        extra = getattr(episode.domain, "judge_fields", {})
+        extra = as_base_domain(episode.domain).judge_fields
         messages = judge_messages(episode.domain.judge_task(episode.instance), shown, extra, self.cot)
         reply = await episode.call_one("verify", messages, episode.params(temperature=0.0, max_tokens=self.max_tokens), round)
         verdict = parse_judgement(reply, last=self.cot)

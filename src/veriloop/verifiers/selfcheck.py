@@ -5,7 +5,7 @@ the model to redo the solution from the first contradicted step."""
 
 from __future__ import annotations
 
-from ..domains.base import Domain
+from ..domains.base import Domain, as_base_domain
 from ..episode import Episode
 from ..records import Instance, Verdict, VerdictError
 from ..selfcheck.checker import Ask, CheckSettings, StepChecker
@@ -18,13 +18,9 @@ SHOWN_CHARS = 300
 
 
 def question_text(domain: Domain, instance: Instance) -> str:
-    """The question a checker sees: the domain's own rendering when it has one (MathQA
-    adds its options), else the instance's question, else the judge's task text."""
-    render = getattr(domain, "question_text", None)
-    if callable(render):
-        return str(render(instance))
-    question = instance.data.get("question")
-    return str(question) if question else domain.judge_task(instance)
+    """The question a checker sees: the domain's `question_text` (by default the
+    instance's question, else the judge's task text; MathQA adds its options)."""
+    return str(as_base_domain(domain).question_text(instance))
 
 
 def episode_ask(episode: Episode) -> Ask:
