@@ -15,6 +15,10 @@ ready for the next. What depends on the problem is kept per task (`CompiledTask`
 initial state, the goal, and which actions are well formed there (`Task.check_arguments`,
 asked once per action). Unmet preconditions and goals, which only a failing plan needs,
 are listed from the schema's and the goal's own condition lists, in their order.
+
+This module imports nothing of the planning package at run time (`pddl_model`'s types
+are named for type checking only), so `pddl_model` builds on it without a cycle; what a
+simulation found (`Simulation`) is defined here and re-exported there.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import threading
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from operator import itemgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .pddl_model import ActionSchema, Atom, DomainModel, GroundAction, Literal, Simulation, Task
+if TYPE_CHECKING:
+    # The model's types only: pddl_model imports this module (Task.compiled, Task.simulate).
+    from .pddl_model import ActionSchema, Atom, DomainModel, GroundAction, Literal, Task
 
 # A schema's conditions as patterns to fill in from an action's arguments. `terms` picks,
 # in one C-level call, every term of every condition from the arguments followed by the
@@ -186,3 +192,28 @@ class CompiledTask:
             unmet_goals = self._unmet_goals(state)
         final = state
         return Simulation(failures, executed, unmet_goals, lambda: self.atoms(final))
+
+
+class Simulation:
+    """What running a plan found. The final state is decoded from bits only when asked for."""
+
+    __slots__ = ("failures", "executed", "unmet_goals", "_final_state", "_decode")
+
+    def __init__(
+        self,
+        failures: list[tuple[int, GroundAction, list[Literal]]],  # (0-based step, action, unmet preconditions)
+        executed: list[int],
+        unmet_goals: list[Literal],
+        decode_final_state: Callable[[], frozenset[Atom]],
+    ) -> None:
+        self.failures = failures
+        self.executed = executed
+        self.unmet_goals = unmet_goals
+        self._final_state: frozenset[Atom] | None = None
+        self._decode = decode_final_state
+
+    @property
+    def final_state(self) -> frozenset[Atom]:
+        if self._final_state is None:
+            self._final_state = self._decode()
+        return self._final_state

@@ -1,4 +1,6 @@
 """STRIPS planning tasks: PDDL parsing (with the `pddl` library), grounding and simulation.
+Simulation runs on bits (`compiled.py`, which this module imports and which names this
+module's types only for type checking, so the two form no import cycle).
 
 Only what the sound checker needs is kept: conjunctions of facts and negated facts as
 preconditions, goals and effects, optionally typed. Anything richer (disjunctions,
@@ -11,15 +13,12 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ...errors import DataFileError
-
-if TYPE_CHECKING:
-    from .compiled import CompiledTask
+from .compiled import CompiledTask, Simulation
 
 Atom = tuple[str, ...]  # ("on", "a", "b"); ("handempty",) for a fact without arguments
 Literal = tuple[Atom, bool]  # a fact and whether it must hold (False: must not hold)
@@ -204,8 +203,6 @@ class Task:
     def compiled(self) -> CompiledTask:
         """This task compiled for fast plan checks (`compiled.py`), built on first use."""
         if self._compiled is None:
-            from .compiled import CompiledTask
-
             self._compiled = CompiledTask(self)
         return self._compiled
 
@@ -214,31 +211,6 @@ class Task:
         carried out is skipped and recorded; the first failure is where VAL would stop.
         The same as stepping with `unmet` and `apply`, on bits (`compiled.py`)."""
         return self.compiled().simulate(actions)
-
-
-class Simulation:
-    """What running a plan found. The final state is decoded from bits only when asked for."""
-
-    __slots__ = ("failures", "executed", "unmet_goals", "_final_state", "_decode")
-
-    def __init__(
-        self,
-        failures: list[tuple[int, GroundAction, list[Literal]]],  # (0-based step, action, unmet preconditions)
-        executed: list[int],
-        unmet_goals: list[Literal],
-        decode_final_state: Callable[[], frozenset[Atom]],
-    ) -> None:
-        self.failures = failures
-        self.executed = executed
-        self.unmet_goals = unmet_goals
-        self._final_state: frozenset[Atom] | None = None
-        self._decode = decode_final_state
-
-    @property
-    def final_state(self) -> frozenset[Atom]:
-        if self._final_state is None:
-            self._final_state = self._decode()
-        return self._final_state
 
 
 # --------------------------------------------------------------------------- parsing
