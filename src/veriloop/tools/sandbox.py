@@ -1,6 +1,7 @@
 """Run model-written Python in a separate, locked-down process.
 
-The program never runs in this interpreter. A small launcher (a fresh `python -I -S`)
+The program never runs in this interpreter. A small launcher (a fresh `python -I -S`
+running tools/sandbox_launcher.py, which needs only the standard library's core)
 creates new network, mount, PID, IPC and UTS namespaces, makes every mount read-only,
 mounts a fresh read-only sysfs (it lists only the new namespace's `lo`; an empty /sys
 where the kernel refuses one), puts empty size-capped tmpfs over the world-writable
@@ -58,21 +59,30 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import sandbox_launcher
 from .base import Observation, failed
+from .sandbox_launcher import (
+    CLONE_NEWCGROUP,
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+)
 
-# unshare(2) flags; Python 3.11 has no os.unshare, so the launcher calls libc.
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
+if TYPE_CHECKING:
+    from .sandbox_launcher import LauncherConfig
+
+# The launcher runs as a file (`python -I -S FILE`): -S keeps site-packages, and with
+# them veriloop, out of its path, so it could not be run as a module.
+LAUNCHER = sandbox_launcher.__file__
+
 # Module-level so a test can make namespace creation fail on purpose.
 UNSHARE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
-
-CLONE_NEWCGROUP = 0x02000000
+# The flags the seccomp filter refuses clone() (every namespace, user namespaces too).
 NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
 
 UNPRIVILEGED_ID = 65534  # nobody / nogroup on Debian and most distributions
@@ -170,266 +180,6 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.error is None and self.answer is not None
-
-
-# --------------------------------------------------------------------------- launcher
-
-# Runs as `python -I -S -c LAUNCHER CONFIG_JSON`; the program arrives on stdin. Kept
-# free of imports beyond the standard library's core so the start stays fast.
-_LAUNCHER = r'''
-import ctypes, json, os, resource, signal, sys
-cfg = json.loads(sys.argv[1])
-code = sys.stdin.buffer.read().decode("utf-8", "replace")
-null = os.open("/dev/null", os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
-status_fd, result_fd = cfg["status_fd"], cfg["result_fd"]
-
-def emit(fd, record):
-    # The leading newline ends any partial line the program left on the same pipe.
-    try:
-        os.write(fd, ("\n" + json.dumps(record) + "\n").encode())
-    except OSError:
-        pass
-
-libc = ctypes.CDLL(None, use_errno=True)
-
-def check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, what + ": " + os.strerror(err))
-
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
-                "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
-
-def mount(source, target, fstype, flags, data):
-    check(libc.mount(source, target, fstype, flags, data), "mount " + target.decode())
-
-def expose():
-    # The interpreter may live under a directory the unprivileged uid cannot enter
-    # (pyenv in /root). Cover that directory with an empty tmpfs and bind only the
-    # interpreter's own directories back in, read-only: the program can import the
-    # standard library and site-packages but sees nothing else that was there.
-    for hidden, needed in cfg["expose"].items():
-        handles = hold(needed)
-        mount(b"tmpfs", hidden.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-        bind_back(handles)
-        mount(None, hidden.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-
-def hold(paths):
-    # Handles opened before a tmpfs covers their directories still reach them after.
-    return [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in paths]
-
-def bind_back(handles):
-    for path, fd in handles:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        source = ("/proc/self/fd/%d" % fd).encode()
-        mount(source, path.encode(), None, MS_BIND | MS_REC, None)
-        mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-        os.close(fd)
-
-def fresh_sysfs():
-    # A sysfs shows the network devices of the namespace that mounts it: a fresh one
-    # lists only the new namespace's lo. Where the kernel will not mount one, hide /sys.
-    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-    try:
-        mount(b"sysfs", b"/sys", b"sysfs", flags, None)
-    except OSError:
-        mount(b"tmpfs", b"/sys", b"tmpfs", flags, b"size=4k,mode=0555")
-
-class SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-class SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
-
-def confine():
-    """Install the filter that denies new namespaces and mount changes; it holds for
-    every process forked after, and nothing can remove it."""
-    rows = cfg["seccomp_filter"]
-    if not rows:
-        raise OSError(38, "seccomp: no filter for this machine's architecture")
-    check(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    program = (SockFilter * len(rows))(*[SockFilter(*row) for row in rows])
-    fprog = SockFprog(len(rows), program)
-    check(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-
-def drop_capabilities():
-    # Without root the program is uid 0 of its own user namespace, with every capability
-    # there (ptrace of PID 1 among them): empty the bounding set while CAP_SETPCAP
-    # remains, then, after the uid change, every other set.
-    for cap in range(64):
-        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
-    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-
-def clear_capabilities():
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    check(libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
-
-def isolate():
-    root = os.geteuid() == 0
-    uid, gid = os.getuid(), os.getgid()
-    flags = cfg["unshare_flags"] | (0 if root else 0x10000000)
-    check(libc.unshare(flags), "unshare")
-    if not root:
-        with open("/proc/self/setgroups", "w") as fh:
-            fh.write("deny")
-        with open("/proc/self/uid_map", "w") as fh:
-            fh.write("0 %d 1" % uid)
-        with open("/proc/self/gid_map", "w") as fh:
-            fh.write("0 %d 1" % gid)
-    mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    points = []
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            parts = line.split()
-            path = parts[4].encode().decode("unicode_escape").encode("latin-1")
-            keep = MS_RDONLY
-            for opt in parts[5].split(","):
-                keep |= OPTION_FLAGS.get(opt, 0)
-            points.append((path, keep))
-    for path, keep in points:
-        try:
-            mount(None, path, None, MS_REMOUNT | MS_BIND | keep, None)
-        except OSError:
-            # The root must become read-only; a failure on a pseudo file system is
-            # covered by the uid drop and the tmpfs below.
-            if path == b"/":
-                raise
-    if os.path.isdir("/sys"):
-        fresh_sysfs()
-    if root:
-        expose()
-    owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
-    size = b"size=%d,mode=1777" % cfg["disk_bytes"]
-    # A venv (or the interpreter) living under /tmp would vanish under the private
-    # tmpfs: keep hold of it and bind it back, read-only.
-    handles = hold(cfg["under_private"])
-    for place in cfg["private_places"]:
-        if os.path.isdir(place):
-            mount(b"tmpfs", place.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
-    bind_back(handles)
-    return root
-
-isolated = False
-drop = os.geteuid() == 0 and not cfg["expose"]
-workdir = cfg["workdir"]
-try:
-    drop = isolate()
-    isolated = True
-    workdir = "/tmp"
-except OSError as exc:
-    if not cfg["allow_unisolated"]:
-        emit(status_fd, {"refused": str(exc)})
-        sys.exit(0)
-
-def run_program():
-    drop_capabilities()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_bytes"], cfg["memory_bytes"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["disk_bytes"], cfg["disk_bytes"]))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["open_files"], cfg["open_files"]))
-    if drop:
-        os.setgroups([])
-        os.setgid(cfg["uid"])
-        os.setuid(cfg["uid"])
-    if isolated:
-        # Unisolated root that kept its uid (the interpreter is where nobody may enter)
-        # still needs its capabilities to use the working directory; nothing is promised there.
-        clear_capabilities()
-    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["processes"], cfg["processes"]))
-    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: no setuid binary gives root back
-    os.chdir(workdir)
-    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-    sys.path.extend(cfg["paths"])
-    import builtins, traceback
-    record = {"answer": None, "has_answer": False, "error": None}
-    try:
-        compiled = compile(code, "<program>", "exec")
-    except SyntaxError as exc:
-        where = "line %s" % exc.lineno
-        if exc.text and exc.text.strip():
-            where += ": " + exc.text.strip()
-        record["error"] = "%s: %s (%s)" % (type(exc).__name__, exc.msg, where)
-        compiled = None
-    if compiled is not None:
-        scope = {"__name__": "__main__", "__builtins__": builtins}
-        try:
-            exec(compiled, scope)
-        except SystemExit:
-            pass
-        except BaseException as exc:
-            record["error"] = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        if record["error"] is None and "answer" in scope:
-            value = scope["answer"]
-            try:
-                text = value if isinstance(value, str) else str(value)
-            except BaseException as exc:
-                text = None
-                record["error"] = "cannot turn `answer` into text: " + traceback.format_exception_only(type(exc), exc)[-1].strip()
-            if text is not None:
-                record["answer"] = text[: cfg["answer_chars"]]
-                record["has_answer"] = True
-    try:
-        sys.stdout.flush()
-    except BaseException:
-        pass
-    emit(result_fd, {"result": record})
-
-def wait_for(pid):
-    """Reap everything until `pid` ends (orphans are re-parented to PID 1)."""
-    while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return 0
-        if done == pid:
-            return status
-
-# Non-dumpable: a process of the same uid without CAP_SYS_PTRACE can neither trace
-# this one and PID 1 nor open their descriptors (the status pipe) through /proc.
-libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-middle = os.fork()
-if middle == 0:
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the launcher
-    if isolated:
-        try:
-            mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        except OSError:
-            pass
-    try:
-        confine()
-        confined = True
-    except OSError as exc:
-        if not cfg["allow_unisolated"]:
-            emit(status_fd, {"refused": str(exc)})
-            os._exit(0)
-        confined = False
-    emit(status_fd, {"isolated": isolated and confined})
-    worker = os.fork()
-    if worker == 0:
-        # The status pipe is PID 1's alone: the program must not be able to speak for it.
-        os.close(status_fd)
-        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, as any process (setuid resets it)
-        try:
-            run_program()
-        except BaseException as exc:
-            emit(result_fd, {"sandbox_error": "%s: %s" % (type(exc).__name__, exc)})
-        finally:
-            os._exit(0)
-    os.close(result_fd)
-    status = wait_for(worker)
-    if os.WIFSIGNALED(status):
-        emit(status_fd, {"signal": os.WTERMSIG(status)})
-    else:
-        emit(status_fd, {"exit": os.WEXITSTATUS(status)})
-    os._exit(0)
-os.close(result_fd)
-wait_for(middle)
-'''
 
 
 # --------------------------------------------------------------------------- parent
@@ -621,7 +371,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
         if os.geteuid() == 0:
             # Only used when isolation is off: the dropped uid must be able to work here.
             os.chown(workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-        config = {
+        config: LauncherConfig = {
             "status_fd": status_w,
             "result_fd": result_w,
             "seccomp_filter": _NAMESPACE_FILTER,
@@ -642,7 +392,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
         }
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(config)],
+                [sys.executable, "-I", "-S", LAUNCHER, json.dumps(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -1,0 +1,389 @@
+"""The sandbox's launcher: the process `tools.sandbox.run_python` starts as
+`python -I -S <this file> CONFIG_JSON`, with the program on stdin. tools/sandbox.py's
+docstring tells the whole design; this file is the part that runs in the child.
+
+Invariants:
+- Standard library only, and only its core: the launcher runs without site-packages
+  (-S), and every millisecond of its start is paid once per program. `typing` is
+  imported for the type checker alone.
+- Nothing happens at import: the parent imports this module for its constants and the
+  type of its configuration; the work is in `main`, run only as a script.
+- The status pipe is written only by the launcher (a refusal) and by PID 1 (whether the
+  program is isolated, then how its process ended); the program's process closes it
+  before anything of the program runs.
+- The program's record (its `answer` or error) goes to the result pipe, followed by a
+  clean exit (status 0): the parent trusts the record only with that exit, which PID 1
+  reports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn, TypedDict
+
+    class LauncherConfig(TypedDict):
+        """What the parent tells the launcher (as JSON, its first argument)."""
+
+        status_fd: int  # the launcher's and PID 1's pipe to the parent
+        result_fd: int  # the program's process's pipe to the parent
+        seccomp_filter: list[tuple[int, int, int, int]]  # struct sock_filter rows; empty: none for this machine
+        unshare_flags: int  # namespaces to create (without CLONE_NEWUSER, added when not root)
+        allow_unisolated: bool  # run the program even when isolation fails
+        uid: int  # the unprivileged uid/gid the program drops to when we are root
+        workdir: str  # the working directory when the program is not isolated
+        paths: list[str]  # site-packages directories the program may import from
+        expose: dict[str, list[str]]  # {closed ancestor: interpreter directories bound back below it}
+        private_places: list[str]  # world-writable directories covered by a private tmpfs
+        under_private: list[str]  # interpreter directories inside those, bound back over the tmpfs
+        answer_chars: int  # the longest `answer` reported
+        cpu_seconds: int
+        memory_bytes: int
+        processes: int
+        disk_bytes: int
+        open_files: int
+
+# unshare(2) and clone(2) namespace flags (Python 3.11 has no os.unshare: libc is called).
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+# prctl(2) options.
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+ENOSYS = 38
+
+# mount(2) flags, and those a mount's options in /proc/self/mountinfo stand for.
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+                "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+
+
+def emit(fd: int, record: dict[str, Any]) -> None:
+    """One JSON record on a pipe; the leading newline ends any partial line the program
+    left on the same pipe. A closed pipe (the parent gone) is not an error here."""
+    try:
+        os.write(fd, ("\n" + json.dumps(record) + "\n").encode())
+    except OSError:
+        pass
+
+
+class Kernel:
+    """The libc calls the launcher makes, each failure an OSError naming the call."""
+
+    def __init__(self) -> None:
+        self.libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(self, ret: int, what: str) -> None:
+        if ret != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, what + ": " + os.strerror(err))
+
+    def prctl(self, option: int, arg: int = 0) -> int:
+        return int(self.libc.prctl(option, arg, 0, 0, 0))
+
+    def mount(self, source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
+        self.check(self.libc.mount(source, target, fstype, flags, data), "mount " + target.decode())
+
+    def unshare(self, flags: int) -> None:
+        self.check(self.libc.unshare(flags), "unshare")
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+# ---------------------------------------------------------------------- the namespaces
+
+
+def hold(paths: list[str]) -> list[tuple[str, int]]:
+    """Handles opened before a tmpfs covers their directories still reach them after."""
+    return [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in paths]
+
+
+def bind_back(kernel: Kernel, handles: list[tuple[str, int]]) -> None:
+    for path, fd in handles:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = f"/proc/self/fd/{fd}".encode()
+        kernel.mount(source, path.encode(), None, MS_BIND | MS_REC, None)
+        kernel.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        os.close(fd)
+
+
+def expose(kernel: Kernel, cfg: LauncherConfig) -> None:
+    """The interpreter may live under a directory the unprivileged uid cannot enter
+    (pyenv in /root). Cover that directory with an empty tmpfs and bind only the
+    interpreter's own directories back in, read-only: the program can import the
+    standard library and site-packages but sees nothing else that was there."""
+    for hidden, needed in cfg["expose"].items():
+        handles = hold(needed)
+        kernel.mount(b"tmpfs", hidden.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+        bind_back(kernel, handles)
+        kernel.mount(None, hidden.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+
+
+def fresh_sysfs(kernel: Kernel) -> None:
+    """A sysfs shows the network devices of the namespace that mounts it: a fresh one
+    lists only the new namespace's lo. Where the kernel will not mount one, hide /sys."""
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        kernel.mount(b"sysfs", b"/sys", b"sysfs", flags, None)
+    except OSError:
+        kernel.mount(b"tmpfs", b"/sys", b"tmpfs", flags, b"size=4k,mode=0555")
+
+
+def mount_points() -> list[tuple[bytes, int]]:
+    """Every mount point, with the flags that keep its options and make it read-only."""
+    points = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            parts = line.split()
+            path = parts[4].encode().decode("unicode_escape").encode("latin-1")
+            keep = MS_RDONLY
+            for opt in parts[5].split(","):
+                keep |= OPTION_FLAGS.get(opt, 0)
+            points.append((path, keep))
+    return points
+
+
+def isolate(kernel: Kernel, cfg: LauncherConfig) -> bool:
+    """New namespaces, every mount read-only, a fresh sysfs and private tmpfs over the
+    world-writable places. Returns whether we are root (then the program drops its uid).
+    Raises OSError when any step the isolation needs fails."""
+    root = os.geteuid() == 0
+    uid, gid = os.getuid(), os.getgid()
+    kernel.unshare(cfg["unshare_flags"] | (0 if root else CLONE_NEWUSER))
+    if not root:
+        with open("/proc/self/setgroups", "w") as fh:
+            fh.write("deny")
+        with open("/proc/self/uid_map", "w") as fh:
+            fh.write(f"0 {uid} 1")
+        with open("/proc/self/gid_map", "w") as fh:
+            fh.write(f"0 {gid} 1")
+    kernel.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    for path, keep in mount_points():
+        try:
+            kernel.mount(None, path, None, MS_REMOUNT | MS_BIND | keep, None)
+        except OSError:
+            # The root must become read-only; a failure on a pseudo file system is
+            # covered by the uid drop and the tmpfs below.
+            if path == b"/":
+                raise
+    if os.path.isdir("/sys"):
+        fresh_sysfs(kernel)
+    if root:
+        expose(kernel, cfg)
+    owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
+    size = b"size=%d,mode=1777" % cfg["disk_bytes"]
+    # A venv (or the interpreter) living under /tmp would vanish under the private
+    # tmpfs: keep hold of it and bind it back, read-only.
+    handles = hold(cfg["under_private"])
+    for place in cfg["private_places"]:
+        if os.path.isdir(place):
+            kernel.mount(b"tmpfs", place.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
+    bind_back(kernel, handles)
+    return root
+
+
+# ---------------------------------------------------------------------- the process's powers
+
+
+def confine(kernel: Kernel, rows: list[tuple[int, int, int, int]]) -> None:
+    """Install the filter that denies new namespaces and mount changes; it holds for
+    every process forked after, and nothing can remove it."""
+    if not rows:
+        raise OSError(ENOSYS, "seccomp: no filter for this machine's architecture")
+    kernel.check(kernel.prctl(PR_SET_NO_NEW_PRIVS, 1), "prctl(PR_SET_NO_NEW_PRIVS)")
+    program = (SockFilter * len(rows))(*[SockFilter(*row) for row in rows])
+    fprog = SockFprog(len(rows), program)
+    kernel.check(int(kernel.libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0)), "seccomp")
+
+
+def drop_capabilities(kernel: Kernel) -> None:
+    """Without root the program is uid 0 of its own user namespace, with every capability
+    there (ptrace of PID 1 among them): empty the bounding set while CAP_SETPCAP remains,
+    then, after the uid change, every other set (`clear_capabilities`)."""
+    for cap in range(64):
+        kernel.prctl(PR_CAPBSET_DROP, cap)  # EINVAL past the last capability
+    kernel.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+
+
+def clear_capabilities(kernel: Kernel) -> None:
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)  # this process
+    kernel.check(kernel.libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
+
+
+# ---------------------------------------------------------------------- the program
+
+
+def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop: bool, workdir: str) -> None:
+    """In the program's own process: the limits, the uid drop, then the program, and its
+    record on the result pipe."""
+    drop_capabilities(kernel)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_bytes"], cfg["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["disk_bytes"], cfg["disk_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["open_files"], cfg["open_files"]))
+    if drop:
+        os.setgroups([])
+        os.setgid(cfg["uid"])
+        os.setuid(cfg["uid"])
+    if isolated:
+        # Unisolated root that kept its uid (the interpreter is where nobody may enter)
+        # still needs its capabilities to use the working directory; nothing is promised there.
+        clear_capabilities(kernel)
+    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["processes"], cfg["processes"]))
+    kernel.prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary gives root back
+    os.chdir(workdir)
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    sys.path.extend(cfg["paths"])
+    emit(cfg["result_fd"], {"result": outcome(code, cfg["answer_chars"])})
+
+
+def outcome(code: str, answer_chars: int) -> dict[str, Any]:
+    """Run the program (this process is the sandbox: it runs nothing else after) and
+    say what came of it: its `answer` as text, or its error's last line."""
+    import builtins  # here, not at the top: the launcher's start stays as short as it can
+    import traceback
+
+    record: dict[str, Any] = {"answer": None, "has_answer": False, "error": None}
+    try:
+        compiled = compile(code, "<program>", "exec")
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}"
+        if exc.text and exc.text.strip():
+            where += ": " + exc.text.strip()
+        record["error"] = f"{type(exc).__name__}: {exc.msg} ({where})"
+        compiled = None
+    if compiled is not None:
+        scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        try:
+            exec(compiled, scope)
+        except SystemExit:
+            pass
+        except BaseException as exc:
+            record["error"] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        if record["error"] is None and "answer" in scope:
+            value = scope["answer"]
+            text: str | None
+            try:
+                text = value if isinstance(value, str) else str(value)
+            except BaseException as exc:
+                text = None
+                record["error"] = ("cannot turn `answer` into text: "
+                                   + traceback.format_exception_only(type(exc), exc)[-1].strip())
+            if text is not None:
+                record["answer"] = text[:answer_chars]
+                record["has_answer"] = True
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        pass
+    return record
+
+
+def wait_for(pid: int) -> int:
+    """Reap everything until `pid` ends (orphans are re-parented to PID 1); its status."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if done == pid:
+            return status
+
+
+def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop: bool, workdir: str) -> NoReturn:
+    """The first child: PID 1 of the new PID namespace. Confines itself, says whether the
+    program is isolated, forks the program's process, and reports how it ended. Never
+    returns."""
+    status_fd, result_fd = cfg["status_fd"], cfg["result_fd"]
+    kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the launcher
+    if isolated:
+        try:
+            kernel.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        except OSError:
+            pass
+    try:
+        confine(kernel, cfg["seccomp_filter"])
+        confined = True
+    except OSError as exc:
+        if not cfg["allow_unisolated"]:
+            emit(status_fd, {"refused": str(exc)})
+            os._exit(0)
+        confined = False
+    emit(status_fd, {"isolated": isolated and confined})
+    worker = os.fork()
+    if worker == 0:
+        # The status pipe is PID 1's alone: the program must not be able to speak for it.
+        os.close(status_fd)
+        kernel.prctl(PR_SET_DUMPABLE, 1)  # as any process (setuid resets it)
+        try:
+            run_program(kernel, cfg, code, isolated=isolated, drop=drop, workdir=workdir)
+        except BaseException as exc:
+            emit(result_fd, {"sandbox_error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            os._exit(0)
+    os.close(result_fd)
+    status = wait_for(worker)
+    if os.WIFSIGNALED(status):
+        emit(status_fd, {"signal": os.WTERMSIG(status)})
+    else:
+        emit(status_fd, {"exit": os.WEXITSTATUS(status)})
+    os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    cfg: LauncherConfig = json.loads(argv[1])
+    code = sys.stdin.buffer.read().decode("utf-8", "replace")
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    kernel = Kernel()
+    isolated = False
+    drop = os.geteuid() == 0 and not cfg["expose"]
+    workdir = cfg["workdir"]
+    try:
+        drop = isolate(kernel, cfg)
+        isolated = True
+        workdir = "/tmp"
+    except OSError as exc:
+        if not cfg["allow_unisolated"]:
+            emit(cfg["status_fd"], {"refused": str(exc)})
+            sys.exit(0)
+    # Non-dumpable: a process of the same uid without CAP_SYS_PTRACE can neither trace
+    # this one and PID 1 nor open their descriptors (the status pipe) through /proc.
+    kernel.prctl(PR_SET_DUMPABLE, 0)
+    middle = os.fork()
+    if middle == 0:
+        pid_one(kernel, cfg, code, isolated=isolated, drop=drop, workdir=workdir)
+    os.close(cfg["result_fd"])
+    wait_for(middle)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
