@@ -292,14 +292,14 @@ async def aeval_experiment(
     """The async twin of `eval_experiment`."""
     from .experiment.engine import Progress, load_models, models_needed, plan, run_eval
     from .experiment.spec import Experiment as Spec
-    from .experiment.spec import find_experiment, load_experiment, parse_experiment
+    from .experiment.spec import experiment_from_data, find_experiment, load_experiment
 
     if isinstance(experiment, Spec):
         # Read back to run: the base URLs whole (a plain dump drops their credentials).
-        spec = experiment if not overrides else parse_experiment(
-            _toml_of(experiment.model_dump(context={"with_secrets": True})), "experiment", overrides)
+        spec = experiment if not overrides else experiment_from_data(
+            experiment.model_dump(context={"with_secrets": True}), "experiment", overrides)
     elif isinstance(experiment, Mapping):
-        spec = parse_experiment(_toml_of(experiment), "experiment", overrides)
+        spec = experiment_from_data(experiment, "experiment", overrides)
     else:
         spec = load_experiment(find_experiment(experiment), overrides)
     unknown = sorted(name for name in models or {} if name not in spec.models)
@@ -350,24 +350,6 @@ def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **o
     None for a local one), `shard_size` instances per shard; `.cluster` then says what
     the workers did."""
     return _run_sync(aeval_experiment(experiment, **options), "aeval_experiment")
-
-
-def _toml_of(data: Mapping[str, Any]) -> str:
-    """A dict as TOML text, so a dict experiment is read (and its errors reported) as a file is."""
-    import json
-
-    def value(v: Any) -> str:
-        if isinstance(v, Mapping):
-            return "{" + ", ".join(f"{json.dumps(str(k))} = {value(x)}" for k, x in v.items() if x is not None) + "}"
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        return json.dumps(str(v))
-
-    return "\n".join(f"{json.dumps(str(k))} = {value(v)}" for k, v in data.items() if v is not None) + "\n"
 
 
 def _run_sync(coroutine: Coroutine[Any, Any, T], twin: str) -> T:

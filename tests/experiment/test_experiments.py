@@ -408,12 +408,12 @@ def test_one_progress_line_names_the_cell_and_counts_trajectories_calls_and_toke
 
     from rich.console import Console
 
-    from veriloop.api import _toml_of
     from veriloop.experiment.engine import Progress, load_models, plan, run_eval
+    from veriloop.experiment.spec import experiment_from_data
     from veriloop.progress import ProgressReporter
 
     script = Script()
-    exp = parse_experiment(_toml_of(experiment(tmp_path, strategies=["standard", "sampling:k=2"])))
+    exp = experiment_from_data(experiment(tmp_path, strategies=["standard", "sampling:k=2"]))
     plans = plan(exp, tmp_path / "p")
     models = load_models(exp, ["gen", "judge"], use_cache=False, given={
         "gen": veriloop.model(script.generate, name="gen", identity="g", cache=False),

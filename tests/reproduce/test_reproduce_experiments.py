@@ -20,9 +20,9 @@ from veriloop.experiment.spec import (
     find_experiment,
     load_experiment,
     only_domains,
+    overrides,
     parse_experiment,
     path_component,
-    set_items,
     shipped_experiments,
 )
 from veriloop.models.packs import DEFAULT_MODEL
@@ -108,7 +108,7 @@ def test_reproduce_options_are_the_same_cells_as_eval_with_set(shared_data, tmp_
     assert f"{cells} cells, {cells} trajectories to run" in reproduced.stdout
 
 
-def test_reproduce_options_map_to_set_items(shared_data, tmp_path):
+def test_reproduce_options_map_to_overrides(shared_data, tmp_path):
     proc = veriloop("reproduce", "self-verification", "--domains", "coloring,game24", "--max-rounds", "3",
                     "--seed", "4", "--instances", "1", "--data-root", str(shared_data), "--dry-run",
                     "--set", "domains.1.n=2")
@@ -141,10 +141,15 @@ def test_only_domains_keeps_the_rules_about_the_domains_kept():
         only_domains(spec, ["chess"])
 
 
-def test_set_items_quote_text_and_leave_out_what_was_not_given():
-    assert set_items({"models.main.id": "123", "n": 2, "seeds": [4], "data_root": Path("a b"), "max_rounds": None,
-                      "cache": False}) == ['models.main.id="123"', "n=2", "seeds=[4]", 'data_root="a b"',
-                                           "cache=false"]
+def test_overrides_keep_text_text_and_leave_out_what_was_not_given():
+    given = overrides({"models.main.id": "123", "n": 2, "seeds": [4], "data_root": Path("a b"), "max_rounds": None,
+                       "models.main.cache": False})
+    assert given == [("models.main.id", "123"), ("n", 2), ("seeds", [4]), ("data_root", Path("a b")),
+                     ("models.main.cache", False)]
+    # Applied as data: text that looks like a number stays text, a path becomes its text.
+    spec = parse_experiment(with_report("max_rounds = 3"), sets=[("name", "123"), *given[1:]])
+    assert (spec.name, spec.n, spec.seeds, spec.data_root, spec.max_rounds, spec.models["main"].cache) == (
+        "123", 2, [4], "a b", 3, False)
 
 
 def with_report(lines: str) -> str:
@@ -320,15 +325,15 @@ def test_eval_list_shows_every_reproduction():
             "model and cache.") in proc.stdout.splitlines()
 
 
-def test_reproduce_critic_options_become_set_items(shared_data, tmp_path):
+def test_reproduce_critic_options_become_overrides(shared_data, tmp_path):
     from veriloop.reproduce.critic import option_sets
 
     base = load_experiment(find_experiment("critic"))
     assert option_sets(base, k=2, max_corrections=1, generations=2, seed=3) == [
-        "k=2", "seeds=[3]", 'strategies.5.spec="critic:init=react,max_corrections=1"',
-        'strategies.6.spec="critic:max_corrections=1"', 'strategies.7.spec="critic:tools=false,max_corrections=1"',
-        'strategies.8.spec="critic:oracle=true,max_corrections=1"', 'strategies.9.spec="rejection-sampling:n=2"',
-        "include.0.seed=[4]"]
+        ("k", 2), ("seeds", [3]), ("strategies.5.spec", "critic:init=react,max_corrections=1"),
+        ("strategies.6.spec", "critic:max_corrections=1"), ("strategies.7.spec", "critic:tools=false,max_corrections=1"),
+        ("strategies.8.spec", "critic:oracle=true,max_corrections=1"), ("strategies.9.spec", "rejection-sampling:n=2"),
+        ("include.0.seed", [4])]
     assert option_sets(base) == []
     proc = veriloop("reproduce", "critic", "--tasks", "gsm8k,toxicity", "--k", "2", "--max-corrections", "1",
                     "--generations", "2", "--seed", "3", "--data-root", str(shared_data), "--dry-run",

@@ -14,13 +14,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
 from ..errors import VeriloopError
 from ..models.packs import DEFAULT_MODEL
+from ..models.settings import ModelSettings
 from ..progress import ProgressReporter, err
 
 if TYPE_CHECKING:
@@ -123,8 +124,7 @@ class Opt:
         help="With --executor ray: instances per shard, the unit a worker takes and a lost worker gives back "
         "(default: the concurrency).",
     )]
-    # Text, checked by ModelChoice: a bad number is then one line naming --threads, as a
-    # bad VERILOOP_THREADS names the variable.
+    # Text, checked by ModelChoice when the model loads.
     Threads = Annotated[str | None, typer.Option(
         metavar="N", help="Threads of a local (llama.cpp) model (or VERILOOP_THREADS; default: the CPU count)."
     )]
@@ -150,35 +150,29 @@ def tool_settings(
     )
 
 
-@dataclass(frozen=True)
 class ModelChoice:
-    """The model options of a command (--model, --base-url, --api-key, --cache, --no-cache,
-    --threads, --deployment, --retry-budget, --stall-timeout, --attempt-timeout, --max-reply-bytes as typed, and
-    --concurrency where there is one)."""
+    """The model options of a command as typed: the model's settings (--model, --base-url,
+    --threads, --deployment, --retry-budget, --stall-timeout, --attempt-timeout,
+    --max-reply-bytes, and --concurrency where there is one: `settings`, a ModelSettings),
+    and beside them what is not a setting: --api-key, --cache and --no-cache."""
 
-    model: str
-    base_url: str | None = None
-    api_key: str | None = None
-    cache: Path | None = None
-    use_cache: bool = True
-    threads: str | None = None
-    deployment: str | None = None
-    retry_budget: float | None = None
-    concurrency: int | None = None
-    stall_timeout: float | None = None
-    attempt_timeout: float | None = None
-    max_reply_bytes: int | None = None
+    def __init__(
+        self, model: str, base_url: str | None = None, api_key: str | None = None, cache: Path | None = None, *,
+        use_cache: bool = True, threads: str | None = None, **settings: Any,
+    ) -> None:
+        self.api_key, self.cache, self.use_cache = api_key, cache, use_cache
+        # --threads stays text until the model loads: a bad number is then one line naming
+        # --threads, as a bad VERILOOP_THREADS names the variable.
+        self.threads = threads
+        self.settings = ModelSettings.of(model, base_url=base_url, **settings)
 
     def load(self) -> Model:
         from ..models import load_model
         from ..models.llamacpp import thread_count
 
         threads = None if self.threads is None else thread_count(self.threads, "--threads")
-        return load_model(
-            self.model, base_url=self.base_url, api_key=self.api_key, cache_path=self.cache, use_cache=self.use_cache,
-            threads=threads, concurrency=self.concurrency, deployment=self.deployment, retry_budget=self.retry_budget,
-            stall_timeout=self.stall_timeout, attempt_timeout=self.attempt_timeout, max_reply_bytes=self.max_reply_bytes,
-        )
+        return load_model(self.settings, threads=threads, api_key=self.api_key, cache_path=self.cache,
+                          use_cache=self.use_cache)
 
 
 @dataclass

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import VeriloopError
 from .common import DEFAULT_MODEL, SEARCH_URL_HELP, ExecutorChoice, Opt, out, slug, tool_settings
+
+if TYPE_CHECKING:
+    from ..experiment.spec import Override
 
 
 def _subset(value: str | None, known: list[str], what: str, where: str = "") -> list[str] | None:
@@ -30,20 +33,20 @@ def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> No
 
 
 def shipped(name: str) -> Any:
-    """A shipped experiment file as it is (to turn a command's options into --set items)."""
+    """A shipped experiment file as it is (to turn a command's options into overrides of it)."""
     from ..experiment.spec import find_experiment, load_experiment
 
     return load_experiment(find_experiment(name))
 
 
 def run_shipped(
-    name: str, sets: list[str], *, transform: Callable[[Any], Any] | None = None, out_dir: Path | None = None,
-    default_out: Callable[[Any], Path], dry_run: bool = False, cache: Path | None = None,
+    name: str, sets: Sequence[str | Override], *, transform: Callable[[Any], Any] | None = None,
+    out_dir: Path | None = None, default_out: Callable[[Any], Path], dry_run: bool = False, cache: Path | None = None,
     api_key: str | None = None, show: Callable[[Any, Any], None], executor: ExecutorChoice | None = None,
 ) -> None:
     """A reproduction as `veriloop eval` runs it: the shipped experiment file `name` with
-    the command's options as --set items (then the user's own), then `transform` (what
-    --set cannot say: some of its domains only, one more domain)."""
+    the command's options as overrides (then the user's --set items), then `transform`
+    (what --set cannot say: some of its domains only, one more domain)."""
     from ..experiment.spec import find_experiment, load_experiment
     from .evaluate import run_experiment_file
 
@@ -56,10 +59,15 @@ def run_shipped(
                         executor=executor)
 
 
-def _threads(threads: str | None) -> int | None:
+def main_model(model: str | None, threads: str | None, **settings: Any) -> dict[str, Any]:
+    """A command's model options as overrides of the file's `models.main` (an option not
+    given leaves the file's value)."""
     from ..models.llamacpp import thread_count
+    from ..models.settings import ModelSettings
 
-    return None if threads is None else thread_count(threads, "--threads")
+    chosen = ModelSettings.of(model, threads=None if threads is None else thread_count(threads, "--threads"),
+                              **settings)
+    return {f"models.main.{key}": value for key, value in chosen.settings_set().items()}
 
 
 SetOption = Annotated[list[str] | None, typer.Option(
@@ -111,16 +119,14 @@ def self_verification(
     The same as `veriloop eval self-verification` (the shipped experiment file; veriloop
     eval --list shows where it is) with each option given as a --set: the cells are under
     OUT/main/DOMAIN/CONDITION-seedS/."""
-    from ..experiment.spec import set_items
+    from ..experiment.spec import overrides
 
-    sets = set_items({
-        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
-        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
-        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
-        "models.main.max_reply_bytes": max_reply_bytes,
+    sets: list[str | Override] = [*overrides({
+        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
+                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
         "n": instances, "max_rounds": max_rounds, "seeds": None if seed is None else [seed],
         "data_root": data_root, "report_options.verification_instances": verification_instances,
-    }) + list(set_ or [])
+    }), *(set_ or [])]
 
     def default_out(spec: Any) -> Path:
         return Path("runs") / f"reproduce-self-verification-{slug(spec.models['main'].id)}-n{spec.n}-seed{spec.seeds[0]}"
@@ -203,23 +209,21 @@ def critic(
     The same as `veriloop eval critic` (the shipped experiment file; veriloop eval --list
     shows where it is) with each option given as a --set: the cells are under
     OUT/main/TASK/CONDITION-seedS/."""
-    from ..experiment.spec import DomainEntry, Rule, add_domain, only_domains, set_items
+    from ..experiment.spec import DomainEntry, Rule, add_domain, only_domains, overrides
     from ..reproduce.critic import TASK_NAMES, option_sets
 
     chosen = _subset(tasks, list(TASK_NAMES), "task")
     if toxicity_backend is not None:
         tool_settings(None, None, toxicity_backend, allow_unisolated)  # the backend's name, checked
-    sets = set_items({
-        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
-        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
-        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
-        "models.main.max_reply_bytes": max_reply_bytes,
+    sets: list[str | Override] = [*overrides({
+        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
+                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
         "n": instances, "data_root": data_root, "tools.search_url": search_url, "tools.toxicity": toxicity_backend,
         "tools.allow_unisolated": allow_unisolated or None,
         "report_options.hallucination_samples": hallucination_samples,
         "report_options.table5": None if chosen is None else "table5" in chosen,
-    }) + option_sets(shipped("critic"), k=k, max_corrections=max_corrections, generations=generations, seed=seed)
-    sets += list(set_ or [])
+    }), *option_sets(shipped("critic"), k=k, max_corrections=max_corrections, generations=generations, seed=seed),
+        *(set_ or [])]
 
     def transform(spec: Any) -> Any:
         if svamp is not None:
@@ -311,15 +315,13 @@ def selfcheck(
     The same as `veriloop eval selfcheck` (the shipped experiment file; veriloop eval
     --list shows where it is) with each option given as a --set: the cells are under
     OUT/main/DOMAIN/CHECKER-seedS/."""
-    from ..experiment.spec import Rule, set_items
+    from ..experiment.spec import Rule, overrides
     from ..reproduce import with_option
     from ..reproduce.selfcheck import DATASET_OF, DATASETS, checkers
 
-    items: dict[str, object] = {
-        "models.main.id": model, "models.main.base_url": base_url, "models.main.threads": _threads(threads),
-        "models.main.deployment": deployment, "models.main.retry_budget": retry_budget,
-        "models.main.stall_timeout": stall_timeout, "models.main.attempt_timeout": attempt_timeout,
-        "models.main.max_reply_bytes": max_reply_bytes,
+    items: dict[str, Any] = {
+        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
+                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
         "n": questions, "data_root": data_root, "seeds": None if seed is None else [seed],
         "report_options.majority_cap": majority_cap,
     }
@@ -344,7 +346,7 @@ def selfcheck(
                 spec = with_option(spec, "max_steps", max_steps)
         if spec != entry.spec:
             items[f"strategies.{i}.spec"] = spec
-    sets = set_items(items) + list(set_ or [])
+    sets: list[str | Override] = [*overrides(items), *(set_ or [])]
 
     def transform(spec: Any) -> Any:
         entry = spec.domains[0]

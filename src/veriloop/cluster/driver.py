@@ -32,6 +32,7 @@ from ..experiment.jsonl import RecordWriter
 from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
 from ..models.cache import CachedModel, CallCache
+from ..models.settings import ModelSettings
 from ..progress import count_calls
 from ..records import Trajectory
 from ..strategies.base import Strategy
@@ -472,19 +473,21 @@ def model_recipes(experiment: Experiment, names: list[str], *, use_cache: bool,
                                 "under Ray give it an id (a pack, a .gguf path, openai/MODEL)")
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL)")
-        recipes[name] = recipe(name, entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys),
-                               threads=entry.threads,
-                               context=entry.context, concurrency=entry.concurrency or experiment.concurrency,
-                               deployment=entry.deployment, **entry.server_limits(),
-                               cached=use_cache and entry.cache)
+        recipes[name] = recipe(name, entry, concurrency=entry.concurrency or experiment.concurrency,
+                               api_key=api_key_of(experiment, name, api_keys), cached=use_cache and entry.cache)
     return recipes
 
 
-def recipe(name: str, model_id: str, *, api_key: str | None = None, **options: Any) -> ModelRecipe:
-    if model_id.startswith("openai/") and api_key is None:
+def recipe(name: str, model: str | ModelSettings, *, api_key: str | None = None, cached: bool = True,
+           **settings: Any) -> ModelRecipe:
+    """The recipe of model `name`: its settings (an id or ModelSettings, with `settings` by
+    field name), a server's key (default: from the environment, here rather than on each
+    worker) and whether its calls go through the driver's cache."""
+    chosen = ModelSettings.of(model, **settings)
+    if chosen.is_server and api_key is None:
         api_key = os.environ.get("VERILOOP_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    if model_id.startswith("openai/") and options.get("base_url"):
+    if chosen.is_server and chosen.base_url:
         from ..models.openai_compat import check_base_url
 
-        check_base_url(options["base_url"])  # here, in one line, rather than on every worker
-    return ModelRecipe(name, model_id, api_key=api_key, **options)
+        check_base_url(chosen.base_url)  # here, in one line, rather than on every worker
+    return ModelRecipe(name, chosen, api_key=api_key, cached=cached)

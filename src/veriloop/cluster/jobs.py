@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ..domains.base import Domain, Instance
     from ..experiment.spec import Experiment
     from ..models.base import Model
+    from ..models.settings import ModelSettings
     from ..strategies.base import Strategy
     from ..tools.base import Toolbox
 
@@ -17,36 +18,22 @@ if TYPE_CHECKING:
 class ModelRecipe:
     """How a worker loads one model of the run, without the cache (the driver keeps it).
     `name` is the model's name in the experiment; `api_key` travels to the workers that
-    call the server and is never written anywhere."""
+    call the server and is never written anywhere (it is not a setting)."""
 
     name: str
-    id: str
-    base_url: str | None = None
+    settings: ModelSettings
     api_key: str | None = None
-    threads: int | None = None
-    context: int | None = None
-    concurrency: int | None = None
-    deployment: str | None = None
-    retry_budget: float | None = None
-    stall_timeout: float | None = None
-    attempt_timeout: float | None = None
-    max_reply_bytes: int | None = None
     cached: bool = True  # its calls go through the driver's call cache
 
     @property
     def in_process(self) -> bool:
         """Weights loaded by the worker (not a client of a server)."""
-        return not self.id.startswith("openai/")
+        return not self.settings.is_server
 
     def load(self) -> Model:
         from ..models import load_backend
 
-        return load_backend(
-            self.id, base_url=self.base_url, api_key=self.api_key, threads=self.threads, context=self.context,
-            concurrency=self.concurrency, deployment=self.deployment, retry_budget=self.retry_budget,
-            stall_timeout=self.stall_timeout, attempt_timeout=self.attempt_timeout,
-            max_reply_bytes=self.max_reply_bytes,
-        )
+        return load_backend(self.settings, api_key=self.api_key)
 
 
 @dataclass

@@ -247,19 +247,16 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
         entry = experiment.models[name]
         if given and name in given:
             cache: bool | Path = (cache_path or True) if use_cache and entry.cache else False
-            loaded[name] = as_model(given[name], cache=cache, concurrency=entry.concurrency,
-                                    deployment=entry.deployment, **entry.server_limits())
+            loaded[name] = as_model(given[name], cache=cache, **entry.settings_set(without_id=True))
             continue
         if entry.id is None:
             raise VeriloopError(f"models.{name} has no id: give it one (a pack, a .gguf path, openai/MODEL), or pass "
                                 f"the model itself from Python (eval_experiment(..., models={{{name!r}: ...}}))")
         loaded[name] = load_model(
-            entry.id, base_url=entry.base_url, api_key=api_key_of(experiment, name, api_keys), cache_path=cache_path,
-            use_cache=use_cache and entry.cache, threads=entry.threads, context=entry.context,
             # Without its own, a model is used at the experiment's concurrency: a server's
             # requests in flight are then bounded by it, every sample counted.
-            concurrency=entry.concurrency or experiment.concurrency, deployment=entry.deployment,
-            **entry.server_limits(),
+            entry, concurrency=entry.concurrency or experiment.concurrency,
+            api_key=api_key_of(experiment, name, api_keys), cache_path=cache_path, use_cache=use_cache and entry.cache,
         )
     return loaded
 

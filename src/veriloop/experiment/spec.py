@@ -30,15 +30,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializationInfo,
     ValidationError,
-    field_serializer,
     field_validator,
     model_validator,
 )
 
 from ..datafiles import deepest_line
 from ..errors import SpecError, VeriloopError
+from ..models.settings import ModelSettings
 
 # The roles a cell can give to another model, and the call roles (records.Role) each covers.
 ROLE_CALLS: dict[str, tuple[str, ...]] = {
@@ -71,25 +70,14 @@ class Roles(_Strict):
         return {k: getattr(self, k) for k in ROLE_CALLS if getattr(self, k) is not None}
 
 
-class ModelEntry(Roles):
-    """One model: its id as on the command line (a pack, a .gguf path, openai/NAME), how to
-    reach it, its price, and roles overriding [roles] in the cells where it generates."""
+class ModelEntry(ModelSettings, Roles):
+    """One model: its settings (models.settings.ModelSettings: its id as on the command
+    line, how to reach and run it), the variable holding its API key, whether its calls
+    are cached, its price, and roles overriding [roles] in the cells where it generates."""
 
-    # None: a model given from Python (eval_experiment's models=), not loaded from an id.
-    id: str | None = None
-    base_url: str | None = None
+    model_config = ConfigDict(extra="forbid")
+
     api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
-    # A server's name in the call cache's identity instead of its base URL: entries whose
-    # URLs reach one deployment share cached answers when they give it the same name.
-    deployment: str | None = Field(None, min_length=1)
-    retry_budget: float | None = Field(None, ge=0)  # seconds a server's faults are retried (default 120)
-    # A server's limits per attempt, each a fault when reached (see models.openai_compat):
-    stall_timeout: float | None = Field(None, gt=0)  # seconds without a byte (default 60)
-    attempt_timeout: float | None = Field(None, gt=0)  # seconds for a whole reply (default 600)
-    max_reply_bytes: int | None = Field(None, ge=1)  # the largest reply (default 8 MiB)
-    concurrency: int | None = Field(None, ge=1)  # trajectories at once; for a server, also requests in flight
-    context: int | None = Field(None, ge=128)
-    threads: int | None = Field(None, ge=1)
     cache: bool = True
     price: Prices = Field(default_factory=lambda: Prices.model_validate({}))
 
@@ -107,21 +95,6 @@ class ModelEntry(Roles):
             f"unknown model {value!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, or openai/<model> "
             "with base_url"
         )
-
-    def server_limits(self) -> dict[str, Any]:
-        """The server's retry budget and limits per attempt, as load_model takes them."""
-        return {"retry_budget": self.retry_budget, "stall_timeout": self.stall_timeout,
-                "attempt_timeout": self.attempt_timeout, "max_reply_bytes": self.max_reply_bytes}
-
-    @field_serializer("base_url")
-    def _recorded_url(self, value: str | None, info: SerializationInfo) -> str | None:
-        # A dump of the spec is a record (config.json, experiment.json): never with the
-        # URL's credentials. Only a dump read back into a spec to run asks for them.
-        if value is None or (info.context or {}).get("with_secrets"):
-            return value
-        from ..models.openai_compat import url_without_secrets
-
-        return url_without_secrets(value)
 
     def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.price.prompt + completion_tokens * self.price.completion) / 1e6
@@ -488,9 +461,15 @@ def _matches(rule: Rule, combo: Mapping[str, Any], experiment: Experiment) -> bo
 
 # ---- reading a file -------------------------------------------------------------------
 
-def load_experiment(source: str | Path, sets: Sequence[str] = ()) -> Experiment:
-    """The experiment in a TOML file, with `--set key=value` overrides applied. Every
-    error names the file, the line and the key."""
+# One key of the file set to a value: a dotted key path (`domains.0.n`, list items by
+# index) and the value, as a command's option gives it or `--set KEY=VALUE` reads.
+Override = tuple[str, Any]
+
+
+def load_experiment(source: str | Path, sets: Sequence[str | Override] = ()) -> Experiment:
+    """The experiment in a TOML file, with overrides applied in order: `--set` items as
+    typed (`KEY=VALUE`) or (KEY, VALUE) pairs. Every error names the file, the line and
+    the key (or --set, for a key an override set)."""
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")
@@ -505,26 +484,52 @@ def load_experiment(source: str | Path, sets: Sequence[str] = ()) -> Experiment:
     return parse_experiment(text, str(path), sets)
 
 
-def parse_experiment(text: str, where: str = "<experiment>", sets: Sequence[str] = ()) -> Experiment:
+def parse_experiment(text: str, where: str = "<experiment>", sets: Sequence[str | Override] = ()) -> Experiment:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise VeriloopError(f"{where}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib reads nested arrays and tables recursively
         raise VeriloopError(f"{where}, line {deepest_line(text)}: arrays or tables nested too deeply to read") from None
+    return _validated(data, where, sets, key_lines(text))
+
+
+def experiment_from_data(data: Mapping[str, Any], where: str = "experiment",
+                         sets: Sequence[str | Override] = ()) -> Experiment:
+    """The experiment in `data`, shaped like the file (what tomllib gives for it), with
+    overrides as load_experiment applies them. Values as a file has them: None is a key
+    left out, a tuple a list, any other value (a Path) its text. Errors read as a file's
+    whose top-level keys stand one to a line, in `data`'s order."""
+    plain = _plain(data)
+    return _validated(plain, where, sets, {(key,): number for number, key in enumerate(plain, start=1)})
+
+
+def _validated(data: dict[str, Any], where: str, sets: Sequence[str | Override],
+               lines: Mapping[tuple[str | int, ...], int]) -> Experiment:
     overridden = [apply_set(data, item) for item in sets]
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:
-        raise VeriloopError(_explain(exc, text, where, overridden)) from None
+        raise VeriloopError(_explain(exc, lines, where, overridden)) from None
 
 
-def apply_set(data: dict[str, Any], item: str) -> tuple[str | int, ...]:
-    """Set `key.path=value` in the parsed file (VALUE read as TOML when it parses, e.g.
-    `seeds=[0,1]`, else as text); list items are addressed by index (`domains.0.n=5`)."""
+def _plain(value: Any) -> Any:
+    """`value` as TOML data: mappings with text keys and no None values, lists, text,
+    numbers and booleans."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def parse_set(item: str) -> Override:
+    """A `--set KEY=VALUE` item as its key and value: VALUE read as TOML when it parses
+    (`seeds=[0,1]`, `n=5`, `name="5"`), else as text."""
     key, eq, raw = item.partition("=")
-    path = tuple(p.strip() for p in key.strip().split("."))
-    if not eq or not all(path):
+    if not eq or not all(part.strip() for part in key.split(".")):
         raise VeriloopError(f"--set {item!r} should look like KEY=VALUE, e.g. n=5 or models.main.id=smollm2-135m")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
@@ -532,36 +537,33 @@ def apply_set(data: dict[str, Any], item: str) -> tuple[str | int, ...]:
         value = raw.strip()
     except RecursionError:
         raise VeriloopError(f"--set {key.strip()}=...: the value is nested too deeply to read") from None
+    return key.strip(), value
+
+
+def apply_set(data: dict[str, Any], item: str | Override) -> tuple[str | int, ...]:
+    """Put one override into the parsed file, `--set` text (parse_set) or a (KEY, VALUE)
+    pair; list items are addressed by index (`domains.0.n=5`). Returns the key path as
+    validation errors locate keys (list items by number)."""
+    key, value = parse_set(item) if isinstance(item, str) else item
+    shown = item if isinstance(item, str) else f"{key}={value!r}"
+    path = tuple(part.strip() for part in key.split("."))
     node: Any = data
     for depth, part in enumerate(path[:-1]):
-        node = _child(node, part, path[: depth + 1], item)
+        node = _child(node, part, path[: depth + 1], shown)
     last = path[-1]
     if isinstance(node, list):
-        index = _index(node, last, path, item)
-        node[index] = value
+        node[_index(node, last, path, shown)] = _plain(value)
     elif isinstance(node, dict):
-        node[last] = value
+        node[last] = _plain(value)
     else:
-        raise VeriloopError(f"--set {item!r}: {'.'.join(path[:-1])} is a value, not a table")
-    # As validation errors locate keys: list items by number.
+        raise VeriloopError(f"--set {shown!r}: {'.'.join(path[:-1])} is a value, not a table")
     return tuple(int(p) if p.isdigit() else p for p in path)
 
 
-def set_items(values: Mapping[str, Any]) -> list[str]:
-    """`--set` items for a command's options (None: not given, left to the file); text
-    is quoted, so a value that looks like a number or a list stays text."""
-    import json
-
-    def toml(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (int, float)):
-            return repr(value)
-        if isinstance(value, (list, tuple)):
-            return "[" + ", ".join(toml(v) for v in value) + "]"
-        return json.dumps(str(value))  # a JSON string is a TOML basic string
-
-    return [f"{key}={toml(value)}" for key, value in values.items() if value is not None]
+def overrides(values: Mapping[str, Any]) -> list[Override]:
+    """A command's options as overrides of the file: (KEY, VALUE) for each one given (None:
+    not given, the file's value stays)."""
+    return [(key, value) for key, value in values.items() if value is not None]
 
 
 def _child(node: Any, part: str, so_far: tuple[str, ...], item: str) -> Any:
@@ -653,9 +655,9 @@ def _key_path(text: str) -> tuple[str, ...]:
     return tuple(part.strip().strip("\"'") for part in text.split("."))
 
 
-def _explain(exc: ValidationError, text: str, where: str, overridden: list[tuple[str | int, ...]]) -> str:
+def _explain(exc: ValidationError, lines: Mapping[tuple[str | int, ...], int], where: str,
+             overridden: list[tuple[str | int, ...]]) -> str:
     """The first few errors of a validation in words: where (line and key), what is wrong."""
-    lines = key_lines(text)
     parts = []
     for error in exc.errors()[:5]:
         cause = (error.get("ctx") or {}).get("error")

@@ -18,6 +18,7 @@ from .base import Completion, GenParams, Model, TokenLogprob
 from .cache import CachedModel, CallCache
 from .function import FunctionModel
 from .packs import DEFAULT_MODEL, PACKS, file_identity, verified_pack_path
+from .settings import SERVER_PREFIX, ModelSettings
 
 GGUF_MAGIC = b"GGUF"
 
@@ -36,31 +37,23 @@ def _gguf_path(spec: str) -> Path:
     return path
 
 
-def load_backend(
-    model_id: str, base_url: str | None = None, api_key: str | None = None, threads: int | None = None,
-    context: int | None = None, concurrency: int | None = None, deployment: str | None = None,
-    retry_budget: float | None = None, stall_timeout: float | None = None, attempt_timeout: float | None = None,
-    max_reply_bytes: int | None = None,
-) -> Model:
-    """The bare backend for an id, without the cache. `threads`: llama.cpp's threads (default
-    $VERILOOP_THREADS, else the CPU count) and `context` its context size in tokens; a
-    server model has neither to set. `concurrency`: trajectories at once on the model (for
-    a server, also its requests in flight). `deployment`, `retry_budget`, `stall_timeout`,
-    `attempt_timeout` and `max_reply_bytes` are a server model's (see OpenAICompatModel)."""
-    server_options = {"a deployment name": deployment, "a retry budget": retry_budget,
-                      "a stall timeout": stall_timeout, "an attempt timeout": attempt_timeout,
-                      "a reply size limit": max_reply_bytes}
-    if model_id.startswith("openai/"):
+def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **settings: Any) -> Model:
+    """The bare backend of a model, without the cache: `model` is its id or its
+    ModelSettings, `settings` more of them by field name (threads, context, concurrency,
+    base_url, deployment, retry_budget, stall_timeout, attempt_timeout, max_reply_bytes:
+    see ModelSettings for each). `api_key`: a server model's key (never a setting)."""
+    chosen = ModelSettings.of(model, **settings)
+    if chosen.id is None:
+        raise VeriloopError("a model to load needs its id: a pack, a .gguf path or openai/<model>")
+    model_id = chosen.id
+    if chosen.is_server:
         from .openai_compat import OpenAICompatModel
 
         return OpenAICompatModel(
-            model_id.removeprefix("openai/"), base_url=base_url, api_key=api_key, concurrency=concurrency or 8,
-            deployment=deployment, retry_budget=retry_budget, stall_timeout=stall_timeout,
-            attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes,
+            model_id.removeprefix(SERVER_PREFIX), base_url=chosen.base_url, api_key=api_key,
+            concurrency=chosen.concurrency or 8, **chosen.server_settings(),
         )
-    for what, value in server_options.items():
-        if value is not None:
-            raise VeriloopError(f"{what} applies to a server model (openai/<model>), not to {model_id!r}")
+    chosen.check_applies()
     spec = model_id.removeprefix("llamacpp/")
     if spec in PACKS:
         path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
@@ -76,33 +69,20 @@ def load_backend(
         from .llamacpp import LlamaCppModel
     except ImportError:
         raise VeriloopError("llama-cpp-python is not installed; run the set-up command in the README") from None
-    model = LlamaCppModel(path, identity=identity, name=name, threads=threads, **({"n_ctx": context} if context else {}))
-    if concurrency is not None:
-        model.preferred_concurrency = concurrency
-    return model
+    context = {"n_ctx": chosen.context} if chosen.context else {}
+    backend = LlamaCppModel(path, identity=identity, name=name, threads=chosen.threads, **context)
+    if chosen.concurrency is not None:
+        backend.preferred_concurrency = chosen.concurrency
+    return backend
 
 
 def load_model(
-    model_id: str,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    cache_path: Path | None = None,
-    use_cache: bool = True,
-    threads: int | None = None,
-    context: int | None = None,
-    concurrency: int | None = None,
-    deployment: str | None = None,
-    retry_budget: float | None = None,
-    stall_timeout: float | None = None,
-    attempt_timeout: float | None = None,
-    max_reply_bytes: int | None = None,
+    model: str | ModelSettings, *, api_key: str | None = None, cache_path: Path | None = None,
+    use_cache: bool = True, **settings: Any,
 ) -> Model:
-    """A backend wrapped in the call cache (unless use_cache is False)."""
-    backend = load_backend(
-        model_id, base_url=base_url, api_key=api_key, threads=threads, context=context, concurrency=concurrency,
-        deployment=deployment, retry_budget=retry_budget, stall_timeout=stall_timeout,
-        attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes,
-    )
+    """A backend (as load_backend loads it) wrapped in the call cache at `cache_path`
+    (default: $VERILOOP_HOME/calls.sqlite), unless use_cache is False."""
+    backend = load_backend(model, api_key=api_key, **settings)
     if not use_cache:
         return backend
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))
@@ -127,16 +107,9 @@ def as_model(
     model_name: str | None = None,
     name: str | None = None,
     identity: str | None = None,
-    base_url: str | None = None,
     api_key: str | None = None,
     cache: bool | str | Path | CallCache = True,
-    concurrency: int | None = None,
-    threads: int | None = None,
-    deployment: str | None = None,
-    retry_budget: float | None = None,
-    stall_timeout: float | None = None,
-    attempt_timeout: float | None = None,
-    max_reply_bytes: int | None = None,
+    **settings: Any,
 ) -> Model:
     """A Model from whatever names or wraps one:
 
@@ -148,25 +121,25 @@ def as_model(
       `identity` to cache its calls; without one the cache is off (with a warning).
 
     `cache`: True for the default call cache, a path or a CallCache for another, False
-    for none. `concurrency` overrides how many trajectories may use the model at once.
-    `threads`: how many threads a local (llama.cpp) model computes with (default
-    $VERILOOP_THREADS, else the CPU count). For a server model (an `openai/` id or a
-    client): `deployment` names the server in the cache identity instead of its base URL
-    (several URLs of one deployment then share cached answers), `retry_budget` is how many
-    seconds its faults are retried (default 120); an attempt is abandoned, as a fault, after
-    `stall_timeout` seconds without a byte (default 60), after `attempt_timeout` seconds in
-    all (default 600), or when the reply exceeds `max_reply_bytes` (default 8 MiB).
+    for none. `settings`: the model's settings by name, as ModelSettings' fields
+    (models/settings.py says each one and its default). `concurrency` overrides how many
+    trajectories may use the model at once. `threads` and `context`: a local (llama.cpp)
+    model's threads and context size. For a server model (an `openai/` id or a client):
+    `base_url`, `deployment` (its name in the cache identity instead of the base URL, so
+    several URLs of one deployment share cached answers), `retry_budget` (seconds its
+    faults are retried, default 120), and the limits after which an attempt is abandoned
+    as a fault: `stall_timeout` seconds without a byte (default 60), `attempt_timeout`
+    seconds in all (default 600), a reply over `max_reply_bytes` (default 8 MiB).
     """
-    server: dict[str, Any] = dict(retry_budget=retry_budget, stall_timeout=stall_timeout,
-                                  attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
+    chosen = ModelSettings.of(None, **settings)
+    concurrency = chosen.concurrency
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str):
         spec, model_name = spec
     backend: Any
     if isinstance(spec, CachedModel):
         return spec
     if isinstance(spec, str):
-        backend = load_backend(spec, base_url=base_url, api_key=api_key, threads=threads, deployment=deployment,
-                               **server)
+        backend = load_backend(spec, api_key=api_key, **settings)
     elif _is_sync_openai_client(spec):
         raise VeriloopError(
             "veriloop calls models asynchronously: give an openai.AsyncOpenAI client (or wrap your openai.OpenAI "
@@ -177,8 +150,7 @@ def as_model(
             raise VeriloopError("an OpenAI client needs the model's name: model_name='...' or (client, 'model-name')")
         from .openai_compat import OpenAICompatModel
 
-        backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8, deployment=deployment,
-                                    **server)
+        backend = OpenAICompatModel(model_name, client=spec, concurrency=concurrency or 8, **chosen.server_settings())
     elif is_model(spec):
         backend = spec
     elif callable(getattr(spec, "generate", None)):
@@ -233,6 +205,7 @@ __all__ = [
     "GenParams",
     "Message",
     "Model",
+    "ModelSettings",
     "TokenLogprob",
     "load_backend",
     "load_model",

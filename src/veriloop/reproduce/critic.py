@@ -28,7 +28,7 @@ from ..errors import VeriloopError
 from ..experiment.jsonl import write_file
 from ..experiment.metrics import wilson_interval
 from ..experiment.reports import Report
-from ..experiment.spec import Cell, Experiment, SpecError, set_items
+from ..experiment.spec import Cell, Experiment, Override, SpecError, overrides
 from ..models.base import Model
 from ..records import Trajectory
 from ..strategies import Strategy
@@ -277,8 +277,8 @@ def task_conditions(experiment: Experiment, task: str) -> list[tuple[str, str]]:
 def option_sets(
     experiment: Experiment, *, k: int | None = None, max_corrections: int | None = None,
     generations: int | None = None, seed: int | None = None,
-) -> list[str]:
-    """`--set` items for the reproduction's options, over the file as it is: `k` is
+) -> list[Override]:
+    """Overrides of the file for the reproduction's options, over the file as it is: `k` is
     self-consistency's samples and rejection sampling's n, `max_corrections` every CRITIC
     spec's, `generations` the toxicity cells' seeds (from `seed`, one each)."""
     items: dict[str, object] = {"k": k, "seeds": None if seed is None else [seed]}
@@ -298,7 +298,7 @@ def option_sets(
         first = experiment.seeds[0] if seed is None else seed
         count = generations if generations is not None else 1 + len(experiment.include[index].values("seed") or [])
         items[f"include.{index}.seed"] = list(range(first + 1, first + count))
-    return set_items(items)
+    return overrides(items)
 
 
 def iteration_curve(

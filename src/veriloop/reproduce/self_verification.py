@@ -160,9 +160,9 @@ async def reproduce(
     with these settings (data_root None: the file's), run in `out_dir` as `veriloop
     reproduce self-verification` runs it; returns what reproduction.json holds."""
     from ..experiment.engine import Progress, run_eval
-    from ..experiment.spec import find_experiment, load_experiment, only_domains, set_items
+    from ..experiment.spec import find_experiment, load_experiment, only_domains, overrides
 
-    experiment = load_experiment(find_experiment(NAME), set_items({
+    experiment = load_experiment(find_experiment(NAME), overrides({
         "n": n, "max_rounds": max_rounds, "seeds": [seed], "data_root": data_root,
         "report_options.verification_instances": verification_n,
     }))
