@@ -9,7 +9,7 @@ import sys
 import typer
 
 from ..errors import VeriloopError
-from . import chat, evaluate, models, reproduce, run, selfcheck, study, tools, verify, view
+from . import chat, evaluate, models, plugins, reproduce, run, selfcheck, study, tools, verify, view
 
 
 def _typer(help: str, short_help: str | None = None) -> typer.Typer:
@@ -48,6 +48,7 @@ app.add_typer(tools_app, name="tools")
 app.command("selfcheck", short_help="Check any step-by-step solution with SelfCheck.")(selfcheck.selfcheck)
 app.command("chat")(chat.chat)
 app.command("view", short_help="Write an HTML report of runs: results, charts, every trajectory.")(view.view)
+app.command("plugins", short_help="Every name of every registry and the plugin that adds it.")(plugins.plugins)
 
 study_app.command("verification", short_help="How good is the LLM as a verifier?")(study.verification)
 reproduce_app.command("self-verification", short_help="The self-verification paper's tables and figure.")(

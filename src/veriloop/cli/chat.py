@@ -55,7 +55,7 @@ def chat(
     names = [t.strip() for t in tools.split(",") if t.strip()]
     for name in names:
         if name not in TOOLS:
-            raise VeriloopError(f"unknown tool {name!r}; choose from: {', '.join(TOOLS)}")
+            raise VeriloopError(TOOLS.unknown(name))
     toolbox = build_toolbox(tool_settings(search_corpus, search_url, "offline", allow_unisolated, names=names))
     if not toolbox.names:
         raise VeriloopError("no tool is available (search needs --search-corpus or --search-url)")

@@ -44,5 +44,5 @@ def models_path(name: Annotated[str, typer.Argument(help="Pack name.")]) -> None
     from ..models.packs import PACKS, verified_pack_path
 
     if name not in PACKS:
-        raise VeriloopError(f"unknown model pack {name!r}; choose one of: {', '.join(PACKS)}")
+        raise VeriloopError(PACKS.unknown(name))
     print(verified_pack_path(name))

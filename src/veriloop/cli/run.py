@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
-from ..domains import DOMAINS
 from ..errors import VeriloopError
 from .common import DEFAULT_MODEL, ExecutorChoice, ModelChoice, Opt, Session, err, out, run_on_model, slug, view_hint
 
@@ -36,25 +36,48 @@ STRATEGY_HELP = (
 )
 
 
+def _names(registry: Iterable[str]) -> list[str]:
+    """A registry's names, each plugin's followed by its distribution: "parity (my-plugin)"."""
+    from ..registry import BUILTIN, Registry
+
+    if not isinstance(registry, Registry):
+        return list(registry)
+    return [name if source == BUILTIN else f"{name} ({source})" for name, source in registry.sources()]
+
+
+def _strategy_line(name: str) -> tuple[str, str]:
+    from ..registry import BUILTIN
+    from ..strategies import STRATEGIES
+
+    try:
+        cls = STRATEGIES[name]
+    except VeriloopError as exc:  # a broken plugin: said here, and the help still shows
+        return name, str(exc)
+    source = STRATEGIES.source(name)
+    origin = "" if source == BUILTIN else f" From {source}."
+    return name, f"{cls.summary}. Options: {', '.join(cls.model_fields) or 'none'}.{origin}"
+
+
 def registry_sections() -> list[tuple[str, list[tuple[str, str]] | str]]:
-    """Every strategy (its summary and options), verifier and feedback level, read from the
-    registries when the help is shown, so a new entry needs no edit here."""
+    """Every domain, strategy (its summary and options), verifier and feedback level, read
+    from the registries when the help is shown, so a new entry (a plugin's too) needs no
+    edit here."""
+    from ..domains import DOMAINS
     from ..feedback import LEVELS
     from ..strategies import STRATEGIES
     from ..verifiers import THRESHOLDED, VERIFIERS
 
-    strategies = [
-        (name, f"{cls.summary}. Options: {', '.join(cls.model_fields) or 'none'}.")
-        for name, cls in STRATEGIES.items()
-    ]
-    verifiers = ", ".join([*VERIFIERS, *(f"{name}@T" for name in THRESHOLDED)]) + "."
+    strategies = [_strategy_line(name) for name in STRATEGIES]
+    verifiers = ", ".join([*_names(VERIFIERS), *(f"{name}@T" for name in THRESHOLDED)]) + "."
     if THRESHOLDED:
         verifiers += f" With @T ({', '.join(THRESHOLDED)}): accept above the confidence T, e.g. {THRESHOLDED[0]}@0.8."
     return [
+        ("Domains (--domain NAME; plugins name their package)", ", ".join(_names(DOMAINS)) + "."),
         ("Strategies (-s NAME or -s NAME:key=value,...)", strategies),
         ("Verifiers (a strategy's verifier=NAME)", verifiers),
-        ("Feedback levels (feedback=LEVEL)", ", ".join(LEVELS) + "."),
+        ("Feedback levels (feedback=LEVEL)", ", ".join(_names(LEVELS)) + "."),
         ("Example", "-s standard -s 'backprompt:verifier=sound,feedback=all' -s sampling:k=3"),
+        ("Every name and where it comes from", "veriloop plugins"),
     ]
 
 
@@ -153,7 +176,9 @@ def with_task(metavar: str, help: str, task_flag: bool = False) -> Any:
 
 
 def run(
-    domain: Annotated[str, typer.Option(help=f"Domain to run: {', '.join(DOMAINS)}.")] = DEFAULT_DOMAIN,
+    domain: Annotated[str, typer.Option(
+        help="Domain to run: a built-in or an installed plugin's (listed below)."
+    )] = DEFAULT_DOMAIN,
     task: Annotated[Path | None, with_task("FILE.jsonl", "Your own task instead of a domain: one record (a JSON "
                                            "object) per line.", task_flag=True)] = None,
     prompt: Annotated[str | None, with_task("TEMPLATE", "the prompt, a template over a record's fields, "

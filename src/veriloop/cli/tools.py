@@ -27,7 +27,7 @@ def tools_list() -> None:
 
 
 def tools_run(
-    name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search or toxicity.")],
+    name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search, toxicity or a plugin's.")],
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
     toxicity_backend: Opt.Toxicity = "offline",
@@ -51,7 +51,7 @@ def tools_run(
     from ..tools.config import build_toolbox
 
     if name not in TOOLS:
-        raise VeriloopError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
+        raise VeriloopError(TOOLS.unknown(name))
     if name == "search" and search_corpus is None and not (search_url or os.environ.get("VERILOOP_SEARCH_URL")):
         raise VeriloopError("the search tool needs --search-corpus FILE|FOLDER or --search-url URL")
     settings = tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=[name])

@@ -1,31 +1,59 @@
-"""Domain registry: a new domain is one module plus one line here."""
+"""Domain registry: a new domain is one module plus one line here, or a plugin.
+
+A plugin's entry point in the group `veriloop.domains` may give a Domain class, a
+function of keyword options returning a domain (a `veriloop.Task` made from plain records
+is one), or a domain object; `get_domain` calls it with the `--domain-option`s and
+checks that what it built is a domain.
+"""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import VeriloopError
+from ..registry import BUILTIN, Registry, one_line
 from .base import Candidate, CriticTask, Domain, Instance, Message, SupportsStudies, Verdict, VerdictError
 
+DomainFactory = Callable[..., Domain]
+
+
+def _domain_factory(name: str, given: Any) -> DomainFactory:
+    """What a plugin gives, as a factory of keyword options."""
+    if isinstance(given, type) or (callable(given) and not isinstance(given, Domain)):
+        factory: DomainFactory = given
+        return factory
+    if isinstance(given, Domain):
+        def the_object(**options: object) -> Domain:
+            if options:
+                raise TypeError("a domain object takes no options")
+            domain: Domain = given
+            return domain
+        return the_object
+    raise TypeError(
+        f"it gives a {type(given).__name__}; give a Domain class, a function returning a domain "
+        "(e.g. a veriloop.Task), or a domain object"
+    )
+
+
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
-DOMAINS: dict[str, str] = {
-    "game24": "veriloop.domains.game24:Game24",
-    "blocksworld": "veriloop.domains.planning:Blocksworld",
-    "mystery_blocksworld": "veriloop.domains.planning:MysteryBlocksworld",
-    "coloring": "veriloop.domains.coloring:Coloring",
-    # Any STRIPS domain from its PDDL files, plans in PDDL syntax (no template needed).
-    "planning": "veriloop.domains.planning:PlanningDomain",
-    # CRITIC and SelfCheck tasks.
-    "gsm8k": "veriloop.domains.math:GSM8K",
-    "math500": "veriloop.domains.math:Math500",
-    "svamp": "veriloop.domains.math:SVAMP",
-    # Step-by-step solutions ("Step 1: ..." lines, then "Answer: ..."), as SelfCheck checks them.
-    "gsm8k-cot": "veriloop.domains.stepwise:GSM8KSteps",
-    "math500-cot": "veriloop.domains.stepwise:Math500Steps",
-    "mathqa": "veriloop.domains.stepwise:MathQA",
-    "hotpotqa": "veriloop.domains.qa:HotpotQA",
-    "toxicity": "veriloop.domains.toxicity:Toxicity",
-}
+DOMAINS: Registry[DomainFactory] = Registry("domain", "veriloop.domains", adapt=_domain_factory)
+DOMAINS.register("game24", "veriloop.domains.game24:Game24")
+DOMAINS.register("blocksworld", "veriloop.domains.planning:Blocksworld")
+DOMAINS.register("mystery_blocksworld", "veriloop.domains.planning:MysteryBlocksworld")
+DOMAINS.register("coloring", "veriloop.domains.coloring:Coloring")
+# Any STRIPS domain from its PDDL files, plans in PDDL syntax (no template needed).
+DOMAINS.register("planning", "veriloop.domains.planning:PlanningDomain")
+# CRITIC and SelfCheck tasks.
+DOMAINS.register("gsm8k", "veriloop.domains.math:GSM8K")
+DOMAINS.register("math500", "veriloop.domains.math:Math500")
+DOMAINS.register("svamp", "veriloop.domains.math:SVAMP")
+# Step-by-step solutions ("Step 1: ..." lines, then "Answer: ..."), as SelfCheck checks them.
+DOMAINS.register("gsm8k-cot", "veriloop.domains.stepwise:GSM8KSteps")
+DOMAINS.register("math500-cot", "veriloop.domains.stepwise:Math500Steps")
+DOMAINS.register("mathqa", "veriloop.domains.stepwise:MathQA")
+DOMAINS.register("hotpotqa", "veriloop.domains.qa:HotpotQA")
+DOMAINS.register("toxicity", "veriloop.domains.toxicity:Toxicity")
 
 
 def get_domain(name: str | Domain, **options: object) -> Domain:
@@ -41,16 +69,28 @@ def get_domain(name: str | Domain, **options: object) -> Domain:
         # A template dropped into planning/templates/ is a domain of that name.
         if (TEMPLATES / f"{name}.toml").is_file():
             return PlanningDomain(TEMPLATES / f"{name}.toml")
-    if name not in DOMAINS:
-        known = ", ".join(sorted(DOMAINS))
-        raise VeriloopError(f"unknown domain {name!r}; choose one of: {known}")
-    module_name, factory = DOMAINS[name].split(":")
+    factory = DOMAINS.lookup(name)
+    source = DOMAINS.source(name)
     try:
-        return getattr(importlib.import_module(module_name), factory)(**options)
-    except TypeError as exc:
-        if not options:
+        domain = factory(**options)
+    except Exception as exc:
+        if options and isinstance(exc, TypeError):
+            raise VeriloopError(f"domain {name!r} does not take the options {sorted(options)} ({exc})") from None
+        if source == BUILTIN or isinstance(exc, VeriloopError):
             raise
-        raise VeriloopError(f"domain {name!r} does not take the options {sorted(options)} ({exc})") from None
+        # A plugin's bug is its own: one line naming it, not a traceback through veriloop.
+        raise VeriloopError(
+            f"domain {name!r} from the plugin {source} failed to build: {type(exc).__name__}: {one_line(exc)}"
+        ) from None
+    if source != BUILTIN and not isinstance(domain, Domain):
+        raise VeriloopError(
+            f"domain {name!r} from the plugin {source} built a {type(domain).__name__}, not a domain: give a "
+            "veriloop.Task, a subclass of veriloop.domains.base.BaseDomain, or one of its instances"
+        )
+    return domain
 
 
-__all__ = ["DOMAINS", "Candidate", "CriticTask", "Domain", "Instance", "Message", "SupportsStudies", "Verdict", "VerdictError", "get_domain"]
+__all__ = [
+    "DOMAINS", "Candidate", "CriticTask", "Domain", "DomainFactory", "Instance", "Message", "SupportsStudies", "Verdict",
+    "VerdictError", "get_domain",
+]

@@ -8,7 +8,6 @@ experiment's results. Report modules are imported only when a file names them.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,18 +15,18 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError
+from ..registry import Registry
 
 if TYPE_CHECKING:
     from ..models.base import Model
     from .engine import EvalResult, Progress
     from .spec import Experiment
 
-# Name -> the module whose REPORT it is.
-REPORTS: dict[str, str] = {
-    "self-verification": "veriloop.reproduce.self_verification",
-    "critic": "veriloop.reproduce.critic",
-    "selfcheck": "veriloop.reproduce.selfcheck",
-}
+# Name -> the REPORT of its module, imported when a file names it.
+REPORTS: Registry[Report] = Registry("report")
+REPORTS.register("self-verification", "veriloop.reproduce.self_verification:REPORT")
+REPORTS.register("critic", "veriloop.reproduce.critic:REPORT")
+REPORTS.register("selfcheck", "veriloop.reproduce.selfcheck:REPORT")
 
 ReportRun = Callable[["Experiment", "EvalResult", Mapping[str, "Model"], "Progress | None"], Awaitable[list[str]]]
 
@@ -45,9 +44,8 @@ class Report:
 
 def get_report(name: str) -> Report:
     if name not in REPORTS:
-        raise SpecError(("report",), f"unknown report {name!r}; choose one of: {', '.join(REPORTS)}")
-    report: Report = importlib.import_module(REPORTS[name]).REPORT
-    return report
+        raise SpecError(("report",), REPORTS.unknown(name))
+    return REPORTS[name]
 
 
 def check_report(experiment: Experiment) -> None:

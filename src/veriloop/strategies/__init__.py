@@ -2,11 +2,17 @@
 
 A spec is `NAME` or `NAME:key=value,key=value`, e.g. `backprompt:verifier=llm,feedback=llm`.
 Several specs are separated by `;` or given as repeated --strategy options.
+
+A new strategy is one module plus one line here, or a plugin: an entry point in the group
+`veriloop.strategies` that gives a Strategy subclass whose `kind` is the entry point's name.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import VeriloopError
+from ..registry import Registry
 from .backprompt import Backprompt
 from .base import Strategy
 from .best_of_n import BestOfN
@@ -16,9 +22,19 @@ from .self_consistency import SelfConsistency
 from .selfcheck import SelfCheck
 from .standard import Standard
 
-STRATEGIES: dict[str, type[Strategy]] = {
-    cls.kind: cls for cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN)
-}
+
+def _strategy_class(name: str, given: Any) -> type[Strategy]:
+    """A plugin's strategy: a Strategy subclass named by its kind (its records' key)."""
+    if not (isinstance(given, type) and issubclass(given, Strategy)):
+        raise TypeError(f"it gives {given!r}; give a subclass of veriloop.Strategy")
+    if given.kind != name:
+        raise TypeError(f"its class {given.__name__} has kind {given.kind!r}; name the entry point {given.kind!r}")
+    return given
+
+
+STRATEGIES: Registry[type[Strategy]] = Registry("strategy", "veriloop.strategies", adapt=_strategy_class)
+for _cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN):
+    STRATEGIES.register(_cls.kind, _cls)
 
 
 def parse_strategy(spec: str | Strategy, defaults: dict[str, object] | None = None) -> Strategy:
@@ -28,9 +44,7 @@ def parse_strategy(spec: str | Strategy, defaults: dict[str, object] | None = No
         return spec
     name, _, rest = spec.strip().partition(":")
     name = name.strip()
-    if name not in STRATEGIES:
-        raise VeriloopError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}")
-    cls = STRATEGIES[name]
+    cls = STRATEGIES.lookup(name)
     options: dict[str, object] = {
         k: v for k, v in (defaults or {}).items() if k in cls.model_fields and v is not None
     }

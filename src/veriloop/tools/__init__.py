@@ -1,30 +1,36 @@
-"""Tool registry: a new tool is one module plus one line here.
+"""Tool registry: a new tool is one module plus one line here, or a plugin.
 
 Each entry builds a tool from keyword options (e.g. search's corpus path); modules are
-imported lazily so the toxicity classifier or BM25 load only when used.
+imported lazily so the toxicity classifier or BM25 load only when used. A plugin's entry
+point in the group `veriloop.tools` gives such a factory: a Tool class or a function of
+keyword options returning a tool.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import Any
 
-from ..errors import VeriloopError
+from ..registry import Registry
 from .base import Observation, Tool, Toolbox, ToolCache, failed
 
-TOOLS: dict[str, str] = {
-    "python": "veriloop.tools.sandbox:PythonTool",
-    "calculator": "veriloop.tools.calculator:Calculator",
-    "search": "veriloop.tools.search:make_search_tool",
-    "toxicity": "veriloop.tools.toxicity:make_toxicity_tool",
-}
+
+def _tool_factory(name: str, given: Any) -> Callable[..., Tool]:
+    if not callable(given):
+        raise TypeError(f"it gives a {type(given).__name__}; give a Tool class or a function returning a tool")
+    factory: Callable[..., Tool] = given
+    return factory
+
+
+TOOLS: Registry[Callable[..., Tool]] = Registry("tool", "veriloop.tools", adapt=_tool_factory)
+TOOLS.register("python", "veriloop.tools.sandbox:PythonTool")
+TOOLS.register("calculator", "veriloop.tools.calculator:Calculator")
+TOOLS.register("search", "veriloop.tools.search:make_search_tool")
+TOOLS.register("toxicity", "veriloop.tools.toxicity:make_toxicity_tool")
 
 
 def get_tool(name: str, **options: Any) -> Tool:
-    if name not in TOOLS:
-        raise VeriloopError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
-    module_name, factory = TOOLS[name].split(":")
-    return getattr(importlib.import_module(module_name), factory)(**options)
+    return TOOLS.lookup(name)(**options)
 
 
 __all__ = ["TOOLS", "Observation", "Tool", "ToolCache", "Toolbox", "failed", "get_tool"]

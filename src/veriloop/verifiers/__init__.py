@@ -1,25 +1,73 @@
-"""Verifier registry: a new verifier is one module plus one line here."""
+"""Verifier registry: a new verifier is one module plus one line here, or a plugin.
+
+A plugin's entry point in the group `veriloop.verifiers` may give a plain check function
+`check(row, answer)` (see veriloop.checks: it becomes a `FunctionCheck` named after the
+entry point), a Verifier class, a function of no arguments returning a verifier, or a
+verifier object. A name with `@T` (`selfcheck@0.8`) sets the threshold of the verifiers
+in THRESHOLDED.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from typing import Any
 
+from ..checks import FunctionCheck
 from ..errors import VeriloopError
+from ..registry import Registry
 from .base import Verifier
 from .critic import CriticVerifier
 from .llm_judge import LLMJudge
 from .selfcheck import SelfCheckVerifier
 from .sound import SoundVerifier
 
-VERIFIERS: dict[str, Callable[[], Verifier]] = {
-    "sound": SoundVerifier,
-    "llm": LLMJudge,
-    "llm-cot": lambda: LLMJudge(cot=True),
-    "critic": CriticVerifier,
-    "critic-notool": lambda: CriticVerifier(use_tools=False),
-    "selfcheck": SelfCheckVerifier,
-    "global-check": lambda **kw: SelfCheckVerifier(checker="global", **kw),
-}
+VerifierFactory = Callable[..., Verifier]
+
+
+def _is_verifier(obj: object) -> bool:
+    return hasattr(obj, "verify") and hasattr(obj, "name")
+
+
+def _required_positionals(fn: Callable[..., Any]) -> int:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: taken for a factory
+        return 0
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty)
+
+
+def _verifier_factory(name: str, given: Any) -> VerifierFactory:
+    """What a plugin gives, as a factory of verifiers."""
+    if _is_verifier(given) and not isinstance(given, type):
+        return lambda: given
+    if isinstance(given, type) or (callable(given) and _required_positionals(given) == 0):
+        def built(**options: Any) -> Verifier:
+            verifier = given(**options)
+            if not _is_verifier(verifier):
+                raise VeriloopError(
+                    f"verifier {name!r} built a {type(verifier).__name__}, which has no verify() and name"
+                )
+            made: Verifier = verifier
+            return made
+        return built
+    if callable(given):  # check(row, answer): the API's plain check function
+        return lambda: FunctionCheck(given, name=name)
+    raise TypeError(
+        f"it gives a {type(given).__name__}; give a check function check(row, answer), a Verifier class, "
+        "a function returning a verifier, or a verifier object"
+    )
+
+
+VERIFIERS: Registry[VerifierFactory] = Registry("verifier", "veriloop.verifiers", adapt=_verifier_factory)
+VERIFIERS.register("sound", SoundVerifier)
+VERIFIERS.register("llm", LLMJudge)
+VERIFIERS.register("llm-cot", lambda: LLMJudge(cot=True))
+VERIFIERS.register("critic", CriticVerifier)
+VERIFIERS.register("critic-notool", lambda: CriticVerifier(use_tools=False))
+VERIFIERS.register("selfcheck", SelfCheckVerifier)
+VERIFIERS.register("global-check", lambda **kw: SelfCheckVerifier(checker="global", **kw))
 # Verifiers that accept above a confidence threshold, which a name can set: selfcheck@0.8.
 THRESHOLDED = ("selfcheck", "global-check")
 
@@ -30,17 +78,16 @@ def get_verifier(name: str | Verifier) -> Verifier:
     if not isinstance(name, str):
         return name
     base, at, threshold = name.partition("@")
-    if base not in VERIFIERS:
-        raise VeriloopError(f"unknown verifier {name!r}; choose one of: {', '.join(VERIFIERS)}")
+    factory = VERIFIERS.lookup(base, shown=name)
     if not at:
-        return VERIFIERS[base]()
+        return factory()
     if base not in THRESHOLDED:
         raise VeriloopError(f"verifier {base!r} takes no threshold (only {', '.join(THRESHOLDED)} do: selfcheck@0.8)")
     try:
         value = float(threshold)
-        return VERIFIERS[base](threshold=value)  # type: ignore[call-arg]
+        return factory(threshold=value)
     except ValueError:
         raise VeriloopError(f"the threshold in {name!r} must be a number between 0 and 1") from None
 
 
-__all__ = ["THRESHOLDED", "VERIFIERS", "Verifier", "get_verifier"]
+__all__ = ["THRESHOLDED", "VERIFIERS", "Verifier", "VerifierFactory", "get_verifier"]
