@@ -21,8 +21,9 @@ from helpers import ROOT
 TESTS = ROOT / "tests"
 PACKAGE = ROOT / "src" / "veriloop"
 WHOLE_SYSTEM = "e2e"
-# Tests of the tests themselves: no module of the package to sit beside.
-ABOUT_THE_TESTS = {"test_layout.py"}
+# Tests of the tests themselves, or of the package as a whole (its import layers): no
+# module of the package to sit beside.
+ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py"}
 
 
 def python_files() -> list[Path]:

@@ -29,19 +29,6 @@ class RayCells:
         self.executor = executor
         self.names = names
 
-    @classmethod
-    def for_models(cls, experiment: Experiment, names: list[str], options: ExecutorOptions) -> RayCells:
-        """The executor `open_executor("ray", ...)` gives, for the `names` models: the
-        driver keeps the call cache, and resolves the API keys (a worker needs none)."""
-        from ..paths import default_cache_path
-
-        cache_path = (options.cache_path or default_cache_path()) if options.use_cache else None
-        recipes = model_recipes(experiment, names, use_cache=cache_path is not None, api_keys=options.api_keys,
-                                given=options.given)
-        executor = RayExecutor(recipes, address=options.address, concurrency=experiment.concurrency,
-                               cache_path=cache_path, shard_size=options.shard_size)
-        return cls(executor, names)
-
     @property
     def backend_calls(self) -> int:
         return self.executor.backend_calls
@@ -63,6 +50,19 @@ class RayCells:
 
     def stats(self) -> ClusterStats:
         return self.executor.stats()
+
+
+def ray_cells(experiment: Experiment, names: list[str], options: ExecutorOptions) -> RayCells:
+    """The executor `open_executor("ray", ...)` gives, for the `names` models: the driver
+    keeps the call cache, and resolves the API keys (a worker needs none)."""
+    from ..paths import default_cache_path
+
+    cache_path = (options.cache_path or default_cache_path()) if options.use_cache else None
+    recipes = model_recipes(experiment, names, use_cache=cache_path is not None, api_keys=options.api_keys,
+                            given=options.given)
+    executor = RayExecutor(recipes, address=options.address, concurrency=experiment.concurrency,
+                           cache_path=cache_path, shard_size=options.shard_size)
+    return RayCells(executor, names)
 
 
 def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[Job]:

@@ -24,7 +24,6 @@ backends generated for the cells (not those replayed from a cache).
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import VeriloopError
 from ..records import Trajectory
+from ..registry import Registry
 from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
 from .runner import TRAJECTORIES, load_trajectories, run_experiment
 from .spec import ROLE_CALLS, Cell, Experiment
@@ -146,23 +146,18 @@ class CellExecutor(Protocol):
         """Release what `start` took (models it loaded, workers it started)."""
 
 
-# Name -> "module:factory"; a factory takes (experiment, model names, ExecutorOptions).
-EXECUTORS: dict[str, str] = {
-    "local": "veriloop.experiment.executor:LocalCells.for_models",
-    "ray": "veriloop.cluster.cells:RayCells.for_models",
-}
+# An executor for the experiment's models `names` (not started yet).
+ExecutorFactory = Callable[[Experiment, list[str], ExecutorOptions], CellExecutor]
+
+# By name, as "module:factory" paths: the cluster is imported only when "ray" is asked for.
+EXECUTORS: Registry[ExecutorFactory] = Registry("executor")
+EXECUTORS.register("local", "veriloop.experiment.executor:local_cells")
+EXECUTORS.register("ray", "veriloop.cluster.cells:ray_cells")
 
 
 def open_executor(name: str, experiment: Experiment, names: list[str], options: ExecutorOptions) -> CellExecutor:
     """The executor called `name`, not started yet, for the models `names` of the experiment."""
-    if name not in EXECUTORS:
-        raise VeriloopError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
-    module, _, path = EXECUTORS[name].partition(":")
-    factory: Any = importlib.import_module(module)
-    for attr in path.split("."):
-        factory = getattr(factory, attr)
-    executor: CellExecutor = factory(experiment, names, options)
-    return executor
+    return EXECUTORS.lookup(name)(experiment, names, options)
 
 
 # -- the rules of a cell, the same on every executor -----------------------------------
@@ -264,7 +259,7 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
 class LocalCells:
     """The cells in this process, in order, each by the ordinary runner: a cell's
     trajectories run as many at once as its model allows. Made with loaded `models` (the
-    caller's: not closed here), or by `for_models`, which loads them in `start` and
+    caller's: not closed here), or by `local_cells`, which loads them in `start` and
     closes those it loaded in `aclose`."""
 
     def __init__(self, models: Mapping[str, Model]) -> None:
@@ -272,15 +267,6 @@ class LocalCells:
         self._to_load: tuple[Experiment, list[str], ExecutorOptions] | None = None
         self._owned: list[Model] = []
         self._counted: list[CountingModel] = []
-
-    @classmethod
-    def for_models(cls, experiment: Experiment, names: list[str], options: ExecutorOptions) -> LocalCells:
-        """The executor `open_executor("local", ...)` gives: it loads the models in `start`."""
-        if options.address is not None or options.shard_size is not None:
-            raise VeriloopError("an address and a shard size go with the ray executor: drop them, or choose ray")
-        executor = cls({})
-        executor._to_load = (experiment, names, options)
-        return executor
 
     @property
     def backend_calls(self) -> int:
@@ -314,6 +300,16 @@ class LocalCells:
         owned, self._owned = self._owned, []
         for model in owned:
             await model.aclose()
+
+
+def local_cells(experiment: Experiment, names: list[str], options: ExecutorOptions) -> LocalCells:
+    """The executor `open_executor("local", ...)` gives: it loads the models in `start`."""
+    if options.address is not None or options.shard_size is not None:
+        raise VeriloopError("an address and a shard size go with the ray executor: drop them, or choose ray")
+    executor = LocalCells({})
+    executor._to_load = (experiment, names, options)
+    return executor
+
 
 
 async def run_cells(
