@@ -4,15 +4,16 @@ The engine (experiment.engine) plans the cells, then hands them to a `CellExecut
 which fills their run directories, and writes the results and the report. Two
 executors exist, found by name in `EXECUTORS`:
 
-    local  LocalCells, here: this process, one cell after another
-    ray    veriloop.cluster.cells:RayCells: shards of instances on a Ray cluster's workers
+    local  local_cells -> LocalCells: this process, one cell after another
+    ray    veriloop.cluster.cells:ray_cells -> RayCells: shards of instances on a Ray cluster's workers
 
-An entry is a "module:factory" string, imported only when its name is asked for, so
-nothing under experiment/ imports the cluster, and Ray stays an optional extra. The
-cluster in turn needs only this module and public records of the lower layers
-(experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs (`CellPlan`,
-`DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules every
-executor applies to a cell (`price_of`, `recorded_in`, `tools_for`, `api_key_of`).
+An entry (veriloop.registry) is a "module:factory" string, imported only when its name is
+asked for, so nothing under experiment/ imports the cluster, and Ray stays an optional
+extra. The cluster in turn needs only this module and public records of the lower
+layers (experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs
+(`CellPlan`, `DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules
+every executor applies to a cell (`price_of`, `recorded_in`, `tools_for`, `api_key_of`,
+`budget_meters`).
 
 Invariants every executor keeps: it writes the run directories as `runner.run_experiment`
 does (through `runner.open_run` and `runner.finish_run`), so either one resumes the
