@@ -501,7 +501,8 @@ def experiment_from_data(data: Mapping[str, Any], where: str = "experiment",
     left out, a tuple a list, any other value (a Path) its text. Errors read as a file's
     whose top-level keys stand one to a line, in `data`'s order."""
     plain = _plain(data)
-    return _validated(plain, where, sets, {(key,): number for number, key in enumerate(plain, start=1)})
+    lines: dict[tuple[str | int, ...], int] = {(key,): number for number, key in enumerate(plain, start=1)}
+    return _validated(plain, where, sets, lines)
 
 
 def _validated(data: dict[str, Any], where: str, sets: Sequence[str | Override],
