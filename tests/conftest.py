@@ -1,11 +1,21 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import SHARED_DATA
 from servers import CannedHandler, InstantReplies, serving
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts a background job (`bash .ci/run &`) with Ctrl-C
+    # ignored, and every process the suite starts would inherit that: the tests that press
+    # Ctrl-C on a run or on `view --serve` would wait for an exit that cannot come. The
+    # suite's children get Ctrl-C as a terminal would give it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
