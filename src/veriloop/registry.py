@@ -33,7 +33,7 @@ import importlib.metadata
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from .errors import VeriloopError
 
@@ -59,7 +59,7 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-class Registry(MutableMapping[str, T], Generic[T]):
+class Registry(MutableMapping[str, T]):
     """Named entries of one kind. `kind` words the errors ("domain"); `group` is the entry
     point group whose plugins join it (None: built-ins only); `adapt(name, obj)` turns what
     a plugin's entry point gives into an entry (raise VeriloopError or TypeError to refuse it)."""
@@ -89,7 +89,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
         Without `entry`, a decorator that registers what it decorates and returns it."""
         if entry is None:
             def decorate(obj: F) -> F:
-                self.register(name, obj, source=source)
+                with self._lock:
+                    self._entries[name] = _Entry(source, None, obj)
                 return obj
             return decorate
         with self._lock:

@@ -11,6 +11,7 @@ from .common import out
 def registries() -> list[tuple[str, Any]]:
     """(title, registry) of every registry, in the order a user meets them."""
     from ..domains import DOMAINS
+    from ..experiment.executor import EXECUTORS
     from ..experiment.reports import REPORTS
     from ..feedback import LEVELS
     from ..models.packs import PACKS
@@ -19,12 +20,12 @@ def registries() -> list[tuple[str, Any]]:
     from ..verifiers import VERIFIERS
 
     return [("domains", DOMAINS), ("verifiers", VERIFIERS), ("strategies", STRATEGIES), ("tools", TOOLS),
-            ("feedback levels", LEVELS), ("reports", REPORTS), ("model packs", PACKS)]
+            ("feedback levels", LEVELS), ("reports", REPORTS), ("model packs", PACKS), ("executors", EXECUTORS)]
 
 
 def plugins() -> None:
-    """List every domain, verifier, strategy, tool, feedback level, report and model pack
-    with where it comes from: veriloop itself, or the installed package (plugin) that
+    """List every domain, verifier, strategy, tool, feedback level, report, model pack and
+    executor with where it comes from: veriloop itself, or the installed package (plugin) that
     adds it.
 
     A plugin is a Python package that declares entry points in the groups

@@ -88,9 +88,20 @@ class RunCommand(TyperCommand):
         for title, body in registry_sections():
             with formatter.section(title):
                 if isinstance(body, str):
-                    formatter.write_text(body)
+                    write_words(formatter, body)
                 else:
                     formatter.write_dl(body)
+
+
+def write_words(formatter: HelpFormatter, text: str) -> None:
+    """`text` wrapped to the help's width at spaces only: click's own wrapping also breaks
+    at hyphens, which would split names such as gsm8k-cot or a plugin's subset-sum."""
+    import textwrap
+
+    indent = formatter.current_indent
+    for line in textwrap.wrap(text, max(formatter.width - indent, 11), break_on_hyphens=False,
+                              break_long_words=False):
+        formatter.write(f"{' ' * indent}{line}\n")
 
 
 def domain_options(items: list[str]) -> dict[str, object]:

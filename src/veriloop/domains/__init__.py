@@ -84,7 +84,8 @@ def get_domain(name: str | Domain, **options: object) -> Domain:
         ) from None
     if source != BUILTIN and not isinstance(domain, Domain):
         raise VeriloopError(
-            f"domain {name!r} from the plugin {source} built a {type(domain).__name__}, not a domain: give a "
+            f"domain {name!r} from the plugin {source} built an object of type {type(domain).__name__}, not a "
+            "domain: give a "
             "veriloop.Task, a subclass of veriloop.domains.base.BaseDomain, or one of its instances"
         )
     return domain
