@@ -252,6 +252,11 @@ EXAMPLES: dict[str, Example] = {
         writes=tuple(f"runs/reproduce-selfcheck-{SMALL}-gsm8k-q1-n1-seed0/{name}"
                      for name in ("selfcheck.md", "reproduction.json")),
     ),
+    # Write a plugin: installing it here would change the environment every other test runs in, so
+    # test_plugin_install.py installs the example into a folder of its own and runs the command there.
+    "pip install examples/veriloop-example-plugin": Example(skip="tests/e2e/test_plugin_install.py installs it apart"),
+    "veriloop plugins": Example(prints=("domains (plugins: entry points in veriloop.domains)", "model packs")),
+    "--domain subset-sum": Example(skip="needs the example plugin: tests/e2e/test_plugin_install.py runs it"),
     # Your own task.
     "cat > arith.jsonl": Example(writes=("arith.jsonl",)),
     "cat > checks.py": Example(writes=("checks.py",)),
@@ -313,8 +318,9 @@ def test_a_command_without_an_entry_fails():
 
 def test_every_block_is_run_by_a_test():
     languages = {lang for lang, _ in fenced_blocks(README.read_text())}
-    # bash: here; python: test_readme_python.py; the plain block is the package tree (below).
-    assert languages <= {"bash", "python", ""}, languages
+    # bash: here; python: test_readme_python.py; the plain block is the package tree (below);
+    # toml: the example plugin's entry points, which test_plugin_install.py finds in its pyproject.toml.
+    assert languages <= {"bash", "python", "toml", ""}, languages
 
 
 def test_comments_and_entries_agree_on_exit_status():

@@ -45,6 +45,12 @@ assert [s.model_dump() for s in again] == [s.model_dump() for s in summaries]
     "check_solution": """
 assert check.steps_checked == 2 and len(check.steps) == 2 and 0.0 <= check.confidence <= 1.0
 """,
+    "def check_sum": """
+assert check_sum({"numbers": [3, 9, 4, 7], "target": 13}, "9 + 4") == []
+assert check_sum({"numbers": [3, 9, 4, 7], "target": 13}, "3 + 3") == ["3 is not one of the numbers left to use",
+                                                                      "3 + 3 adds up to 6, not 13"]
+assert prompt({"numbers": [1, 2], "target": 3}).startswith("Pick some of the numbers 1, 2, each at most once")
+""",
 }
 
 
