@@ -23,7 +23,7 @@ PACKAGE = ROOT / "src" / "veriloop"
 WHOLE_SYSTEM = "e2e"
 # Tests of the tests themselves, or of the package as a whole (its import layers): no
 # module of the package to sit beside.
-ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py"}
+ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py"}
 
 
 def python_files() -> list[Path]:

@@ -99,7 +99,9 @@ def test_missing_answer_is_reported() -> None:
 
 
 def test_infinite_loop_hits_the_cpu_limit() -> None:
-    result = run_python("while True:\n    pass", QUICK)
+    # The wall limit is far above the CPU limit: on a busy machine a loop gets only part of a
+    # core, and with QUICK's 3 s against 2 s the wall clock could end it first.
+    result = run_python("while True:\n    pass", SandboxLimits(wall_seconds=120, cpu_seconds=1))
     assert result.timed_out
     assert "CPU time" in (result.error or "")
 
