@@ -4,6 +4,10 @@ A domain that brings its own search corpus (HotpotQA: every context paragraph of
 data file) exposes `search_corpus(source)`; a user corpus or a search engine URL given on
 the command line takes precedence. Results of deterministic tools are cached next to
 the call cache, so a re-run replays the same observations.
+
+Tools sit below domains (a domain may use a tool; no tool knows a domain), so what this
+module asks of a domain is declared here, as `ToolUser`; `domains.base.BaseDomain`
+meets it with defaults that ask for nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-from ..domains.base import Domain, as_base_domain
 from ..paths import home
 from . import get_tool
 from .base import Tool, Toolbox, ToolCache
@@ -31,14 +35,27 @@ class ToolSettings:
     use_cache: bool = True
 
 
+@runtime_checkable
+class ToolUser(Protocol):
+    """A domain's say in its run's tools (the hooks of the same names on BaseDomain)."""
+
+    def search_corpus(self, source: str) -> Path | None:
+        """The search corpus that goes with the data file `source`, or None."""
+        ...
+
+    def use_tools(self, toolbox: Toolbox) -> None:
+        """Take the run's tools (a domain whose ground truth is a tool scores with them)."""
+        ...
+
+
 def tool_cache_path() -> Path:
     return home() / "tools.sqlite"
 
 
-def build_tools(settings: ToolSettings, domain: Domain | None = None, data_source: str | None = None) -> list[Tool]:
+def build_tools(settings: ToolSettings, domain: object | None = None, data_source: str | None = None) -> list[Tool]:
     corpus = settings.search_corpus
-    if corpus is None and data_source and domain is not None:
-        corpus = as_base_domain(domain).search_corpus(data_source)
+    if corpus is None and data_source and isinstance(domain, ToolUser):
+        corpus = domain.search_corpus(data_source)
     url = settings.search_url or os.environ.get("VERILOOP_SEARCH_URL")
     tools: list[Tool] = []
     for name in settings.names:
@@ -55,10 +72,10 @@ def build_tools(settings: ToolSettings, domain: Domain | None = None, data_sourc
     return tools
 
 
-def build_toolbox(settings: ToolSettings, domain: Domain | None = None, data_source: str | None = None) -> Toolbox:
+def build_toolbox(settings: ToolSettings, domain: object | None = None, data_source: str | None = None) -> Toolbox:
     cache = ToolCache(settings.cache_path or tool_cache_path()) if settings.use_cache else None
     box = Toolbox(build_tools(settings, domain, data_source), cache=cache)
     # A domain whose ground truth is a tool (toxicity) scores with this run's instance of it.
-    if domain is not None:
-        as_base_domain(domain).use_tools(box)
+    if isinstance(domain, ToolUser):
+        domain.use_tools(box)
     return box
