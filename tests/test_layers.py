@@ -15,6 +15,7 @@ engine (it sees the experiment through the executor seam and public records only
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import veriloop
@@ -65,6 +66,7 @@ def import_statements(name: str, path: Path, package: bool, *, type_checking: bo
     return found
 
 
+@functools.cache
 def import_graph(root: Path) -> dict[str, dict[str, int]]:
     """Module -> {module it imports: the line of the first such import}, within `root`'s package."""
     mods = modules(root)
@@ -194,3 +196,54 @@ def test_the_cluster_sees_the_experiment_through_the_executor_seam_only() -> Non
                 wrong.append(f"{name} line {line}: imports the engine")
             wrong += [f"{name} line {line}: imports {target}.{n}" for n in names if n.startswith("_")]
     assert wrong == []
+
+
+README = SRC.parents[1] / "README.md"
+
+
+def readme_layers() -> list[list[str]]:
+    """The rows of the layer picture that opens the README's Design section, top row
+    first: each a list of top-level modules (`api.py`) and packages (`cli/`)."""
+    design = README.read_text(encoding="utf-8").split("\n## Design\n", 1)[1]
+    block = design.split("```\n", 2)[1]
+    rows = []
+    for line in block.splitlines():
+        names = line.split("   ")[0].split(" · ")  # the description is set off by spaces
+        rows.append([name.strip() for name in names])
+    return rows
+
+
+def top_level_parts(root: Path) -> dict[str, str]:
+    """Module -> the top-level part of the package it lies in, as the picture names it."""
+    parts = {}
+    for name in modules(root):
+        pieces = name.split(".")
+        if len(pieces) == 1:
+            continue  # the package's own __init__: lazy exports, imports nothing (pinned below)
+        top = pieces[1]
+        parts[name] = f"{top}/" if (root / top).is_dir() else f"{top}.py"
+    return parts
+
+
+def test_the_readme_picture_names_every_part_once() -> None:
+    named = [name for row in readme_layers() for name in row]
+    assert sorted(named) == sorted(set(top_level_parts(SRC).values()))
+
+
+def test_each_part_imports_only_parts_on_rows_below_it() -> None:
+    row_of = {name: i for i, row in enumerate(readme_layers()) for name in row}
+    part = top_level_parts(SRC)
+    graph = import_graph(SRC)
+    upward = sorted(
+        f"{module} (line {line}) imports {target}: {part[module]} is not above {part[target]}"
+        for module, targets in graph.items() if module in part
+        for target, line in targets.items()
+        if target in part and part[target] != part[module] and row_of[part[target]] <= row_of[part[module]]
+    )
+    assert upward == []
+
+
+def test_the_package_root_imports_nothing_when_imported() -> None:
+    # Its names are found on first use (importlib by name), so `from veriloop import X`
+    # anywhere costs nothing and ties no layer to another.
+    assert import_graph(SRC)["veriloop"] == {}
