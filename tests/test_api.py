@@ -534,3 +534,17 @@ def test_evaluate_refuses_a_run_directory_made_with_other_settings(tmp_path):
         veriloop.evaluate(task, ["standard"], model=veriloop.model(lambda m: "no", identity="other", name="other"), out=out,
                     cache=False)
     assert len(read_trajectories(out)) == 2
+
+
+def test_the_public_surface_is_exactly_these_names():
+    # A name added to or dropped from `veriloop` is a decision: this list changes with it.
+    assert veriloop.__all__ == [
+        "BaseDomain", "CachedModel", "CallCache", "CallRecord", "CheckError", "Completion", "DOMAINS", "Domain",
+        "Experiment", "FunctionCheck", "FunctionModel", "GenParams", "Instance", "Message", "Model", "Observation",
+        "Result", "RoundRecord", "STRATEGIES", "Strategy", "Summary", "Task", "Tool", "Toolbox", "Trajectory",
+        "VERIFIERS", "Verdict", "VerdictError", "Verifier", "VeriloopError", "VeriloopWarning", "__version__",
+        "acorrect", "aeval_experiment", "aevaluate", "correct", "domain", "eval_experiment", "evaluate",
+        "load_check", "load_experiment", "model", "strategy", "toolbox", "verifier",
+    ]
+    assert all(getattr(veriloop, name) is not None for name in veriloop.__all__)
+    assert veriloop.BaseDomain is veriloop.domains.base.BaseDomain

@@ -35,7 +35,7 @@ _EXPORTS = {
     "CallCache": "models", "CachedModel": "models", "VeriloopWarning": "models",
     "Strategy": "strategies", "STRATEGIES": "strategies",
     "VERIFIERS": "verifiers", "Verifier": "verifiers",
-    "Domain": "domains", "DOMAINS": "domains",
+    "Domain": "domains", "BaseDomain": "domains", "DOMAINS": "domains",
     "Tool": "tools", "Toolbox": "tools", "Observation": "tools",
     "VeriloopError": "errors",
 }
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         toolbox,
     )
     from .checks import CheckError, FunctionCheck, load_check
-    from .domains import DOMAINS, Domain
+    from .domains import DOMAINS, BaseDomain, Domain
     from .domains import get_domain as domain
     from .errors import VeriloopError
     from .experiment.spec import Experiment, load_experiment

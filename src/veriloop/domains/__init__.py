@@ -13,7 +13,17 @@ from typing import Any
 
 from ..errors import VeriloopError
 from ..registry import BUILTIN, Registry, one_line
-from .base import Candidate, CriticTask, Domain, Instance, Message, SupportsStudies, Verdict, VerdictError
+from .base import (
+    BaseDomain,
+    Candidate,
+    CriticTask,
+    Domain,
+    Instance,
+    Message,
+    SupportsStudies,
+    Verdict,
+    VerdictError,
+)
 
 DomainFactory = Callable[..., Domain]
 
@@ -92,6 +102,6 @@ def get_domain(name: str | Domain, **options: object) -> Domain:
 
 
 __all__ = [
-    "DOMAINS", "Candidate", "CriticTask", "Domain", "DomainFactory", "Instance", "Message", "SupportsStudies", "Verdict",
+    "DOMAINS", "BaseDomain", "Candidate", "CriticTask", "Domain", "DomainFactory", "Instance", "Message", "SupportsStudies", "Verdict",
     "VerdictError", "get_domain",
 ]
