@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import deque
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import SHARED_DATA, TEST_DATA
@@ -918,7 +919,23 @@ def test_optimal_length_is_solved_once_on_demand_and_kept(planner_calls) -> None
     assert BW.optimal_length(generated) == generated.data["optimal_length"] and len(planner_calls) == searched
 
 
-def test_a_problem_too_large_for_the_time_limit_is_a_clear_error(planner_calls) -> None:
+@pytest.fixture
+def stepping_clock(monkeypatch) -> None:
+    """The planner's clock moves 10 ms each time it is read: A* reads it at every node, so
+    whether a search outlasts its time limit depends on how many nodes it evaluates, not on
+    how fast this machine is (a quick one used to solve the 2-step problem within 1 ms)."""
+    from veriloop.domains.planning import planner
+
+    now = [0.0]
+
+    def monotonic() -> float:
+        now[0] += 0.01
+        return now[0]
+
+    monkeypatch.setattr(planner, "time", SimpleNamespace(monotonic=monotonic))
+
+
+def test_a_problem_too_large_for_the_time_limit_is_a_clear_error(planner_calls, stepping_clock) -> None:
     from veriloop.domains.planning import PlanTooLargeError
 
     instance = _fresh_problem("limit")
