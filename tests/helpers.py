@@ -7,9 +7,13 @@ Test modules never import each other: what two of them share lives here, in scri
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import traceback
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from veriloop.records import Trajectory
@@ -22,14 +26,106 @@ TEST_DATA = Path(__file__).resolve().parent / "data"
 """tests/data: small files of our own (Logistics PDDL, a MathQA sample)."""
 
 
-def veriloop(*args: str, home: Path | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m veriloop.cli ARGS` in a subprocess, its output captured."""
-    env = dict(os.environ, COLUMNS="200")  # help text is wrapped to the terminal width
+def command_environ(home: Path | None = None, columns: str | None = "200", env: Mapping[str, str] | None = None,
+                    unset: tuple[str, ...] = ()) -> dict[str, str]:
+    """This process's environment as a command gets it: COLUMNS (help and tables are laid
+    out for it; None: unset), VERILOOP_HOME, `env` set and `unset` removed."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", *unset)}
+    if columns is not None:
+        environ["COLUMNS"] = columns
     if home is not None:
-        env["VERILOOP_HOME"] = str(home)
+        environ["VERILOOP_HOME"] = str(home)
+    environ.update(env or {})
+    return environ
+
+
+def veriloop_process(*args: str, home: Path | None = None, cwd: Path | None = None, columns: str | None = "200",
+                     env: Mapping[str, str] | None = None, unset: tuple[str, ...] = (),
+                     stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`python -m veriloop.cli ARGS` in a subprocess, its output captured (the options are
+    command_environ's)."""
     return subprocess.run(
-        [sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
+        [sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, input=stdin,
+        env=command_environ(home, columns, env, unset), cwd=cwd, timeout=timeout,
     )
+
+
+PROG = "python -m veriloop.cli"
+"""The program name `python -m veriloop.cli` shows in its usage lines."""
+
+
+def veriloop(*args: str, home: Path | None = None, cwd: Path | None = None,
+             columns: str | None = "200", env: Mapping[str, str] | None = None,
+             unset: tuple[str, ...] = (), stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`veriloop ARGS` through the CLI's own `main()` in this process: the exit status,
+    stdout and stderr veriloop_process() gets from `python -m veriloop.cli`, without
+    starting an interpreter and importing veriloop again (half a second or more each).
+
+    For commands whose process is not the point. A signal, a lock between processes, a
+    check that exits or never returns, or a model loaded for good need a real process:
+    veriloop_process().
+
+    Args:
+        home, columns, env, unset: its environment, as command_environ makes it (columns
+            None: output piped without COLUMNS, 160 columns on stdout, rich's own on stderr).
+        cwd: the working directory while it runs.
+        stdin: what it reads from standard input.
+    """
+    from veriloop import cli, progress
+    from veriloop.cli import common
+
+    environ = command_environ(home, columns, env, unset)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    app = cli.app
+    # The consoles are made at import time from the interpreter's COLUMNS: give them the
+    # widths a fresh `python -m veriloop.cli` with these COLUMNS would have.
+    widths = common.out._width, progress.err._width
+    code: int
+    with _process_state(environ, cwd, [PROG, *args], stdin, stdout, stderr):
+        common.out._width = int(columns) if columns else 160
+        progress.err._width = int(columns) if columns else None
+        cli.app = lambda: app(args=list(args), prog_name=PROG)  # type: ignore[assignment]  # main() calls app()
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # as the interpreter would: the traceback on stderr, status 1
+            traceback.print_exc(file=sys.stderr)
+            code = 1
+        finally:
+            cli.app = app
+            common.out._width, progress.err._width = widths
+    return subprocess.CompletedProcess([PROG, *args], code, stdout.getvalue(), stderr.getvalue())
+
+
+@contextlib.contextmanager
+def _process_state(environ: dict[str, str], cwd: Path | None, argv: list[str], stdin: str,
+                   stdout: io.StringIO, stderr: io.StringIO) -> Iterator[None]:
+    """The environment, working directory, argv and standard streams of a command run in
+    this process, each put back afterwards."""
+    saved_environ, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    os.environ.clear()
+    os.environ.update(environ)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.argv = argv
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), stdout, stderr
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environ)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:

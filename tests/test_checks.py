@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import assert_one_line_error, veriloop
+from helpers import assert_one_line_error, veriloop, veriloop_process
 
 import veriloop as vl
 from veriloop import CheckError, FunctionCheck, Task
@@ -283,14 +283,14 @@ def the_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_cli_a_check_that_calls_sys_exit_stops_the_run_in_one_line(tmp_path, canned_server):
-    proc = veriloop(*run_args(tmp_path, canned_server, "exits_on_b", "-s", "standard"), home=tmp_path / "home")
+    proc = veriloop_process(*run_args(tmp_path, canned_server, "exits_on_b", "-s", "standard"), home=tmp_path / "home")
     assert the_error(proc) == "error: check ab_checks:exits_on_b raised on instance 'b': SystemExit: 0"
     assert kept(tmp_path) == ["a"]
 
 
 def test_cli_check_timeout_stops_a_check_that_loops(tmp_path, canned_server):
-    proc = veriloop(*run_args(tmp_path, canned_server, "loops_on_b", "-s", "backprompt:max_rounds=1",
-                              "--check-timeout", "1.5"), home=tmp_path / "home")  # ample for a's check
+    proc = veriloop_process(*run_args(tmp_path, canned_server, "loops_on_b", "-s", "backprompt:max_rounds=1",
+                                      "--check-timeout", "1.5"), home=tmp_path / "home")  # ample for a's check
     assert the_error(proc) == (
         "error: check ab_checks:loops_on_b did not return within 1.5 s on instance 'b'; make it return sooner, or "
         "give it longer (--check-timeout, check_timeout=)"
@@ -346,7 +346,7 @@ def test_cli_a_check_module_that_raises_on_import_is_one_line_naming_the_file(tm
     task, _ = write_task(tmp_path)
     module = tmp_path / "exits_on_import.py"
     module.write_text(body)
-    proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "--check", f"python:{module}:f")
+    proc = veriloop_process("run", "--task", str(task), "--prompt", "{question}", "--check", f"python:{module}:f")
     assert_one_line_error(proc, f"importing {module} failed: {raised}")
 
 

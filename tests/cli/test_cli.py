@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import TEST_DATA, assert_one_line_error, read_trajectories, veriloop
+from helpers import TEST_DATA, assert_one_line_error, read_trajectories, veriloop, veriloop_process
 
 
 class TestBadInput:
@@ -196,7 +196,7 @@ def test_every_help_page_fits_80_columns_uncut():
 def test_run_prints_the_table_and_writes_the_run_dir(tmp_path, smollm2_path):
     args = ("run", "--model", "smollm2-135m", "-n", "2", "--strategy", "standard;sampling:k=2",
             "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "calls.sqlite"))
-    proc = veriloop(*args)
+    proc = veriloop_process(*args)
     assert proc.returncode == 0, proc.stderr
     for column in ("strategy", "accuracy", "mean rounds", "model calls", "tokens", "seconds"):
         assert column in proc.stdout
@@ -205,7 +205,7 @@ def test_run_prints_the_table_and_writes_the_run_dir(tmp_path, smollm2_path):
     assert f"see every trajectory: veriloop view {tmp_path / 'run'}" in proc.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert len(summary["strategies"]) == 2
-    again = veriloop(*args)
+    again = veriloop_process(*args)
     assert again.returncode == 0 and "0 backend calls" in again.stdout
 
 
@@ -375,10 +375,10 @@ def test_run_task_feeds_back_what_the_check_returned(tmp_path, smollm2_path):
 
     task, checks = write_task(tmp_path, ARITH)
     prompt = "{question} Reply with the number only."
-    proc = veriloop("run", "--task", str(task), "--prompt", prompt, "--check", f"python:{checks}:two_errors",
-                    "--reference-field", "answer", "--id-field", "id", "--model", "smollm2-135m",
-                    "-s", "backprompt:feedback=all,max_rounds=2", "-s", "backprompt:feedback=first,max_rounds=2",
-                    "-s", "sampling:k=3", "--cache", str(tmp_path / "calls.sqlite"), cwd=tmp_path)
+    proc = veriloop_process("run", "--task", str(task), "--prompt", prompt, "--check", f"python:{checks}:two_errors",
+                            "--reference-field", "answer", "--id-field", "id", "--model", "smollm2-135m",
+                            "-s", "backprompt:feedback=all,max_rounds=2", "-s", "backprompt:feedback=first,max_rounds=2",
+                            "-s", "sampling:k=3", "--cache", str(tmp_path / "calls.sqlite"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "task-arith on smollm2-135m: 2 instances (a .. b)" in proc.stdout
     run_dir = tmp_path / "runs" / "task-arith-smollm2-135m-seed0"
@@ -421,9 +421,9 @@ def test_run_task_check_that_raises_keeps_the_finished_trajectories(tmp_path, sm
     rows = [{"id": f"r{i}", "question": f"What is {i}+{i}?"} for i in range(1, 5)]
     task, checks = write_task(tmp_path, rows, name="four")
     run_dir = tmp_path / "run"
-    proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "--check", f"python:{checks}:explodes_on_r3",
-                    "--id-field", "id", "-s", "backprompt:max_rounds=2", "--model", "smollm2-135m",
-                    "--concurrency", "1", "--out", str(run_dir), "--cache", str(tmp_path / "calls.sqlite"))
+    proc = veriloop_process("run", "--task", str(task), "--prompt", "{question}", "--check", f"python:{checks}:explodes_on_r3",
+                            "--id-field", "id", "-s", "backprompt:max_rounds=2", "--model", "smollm2-135m",
+                            "--concurrency", "1", "--out", str(run_dir), "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]  # after the progress lines
     assert last == "error: check my_checks:explodes_on_r3 raised on instance 'r3': ValueError: boom on purpose", last
@@ -438,9 +438,9 @@ def test_no_cache_run_against_a_server_reports_the_requests_it_made(tmp_path, se
     from servers import SECRET
 
     def run(out: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        return veriloop("run", "--model", "openai/smollm2", "--base-url", server, "--api-key", SECRET, "-n", "2",
-                        "-s", "standard", "-s", "sampling:k=2", "--max-rounds", "2", "--out", str(tmp_path / out),
-                        *extra)
+        return veriloop_process("run", "--model", "openai/smollm2", "--base-url", server, "--api-key", SECRET, "-n", "2",
+                                "-s", "standard", "-s", "sampling:k=2", "--max-rounds", "2", "--out", str(tmp_path / out),
+                                *extra)
 
     proc = run("nocache", "--no-cache")
     assert proc.returncode == 0, proc.stderr
@@ -459,7 +459,7 @@ def test_no_cache_run_against_a_server_reports_the_requests_it_made(tmp_path, se
 
 
 def small_run(out: Path, *extra: str, model: str = "smollm2-135m") -> subprocess.CompletedProcess[str]:
-    return veriloop("run", "--model", model, "-n", "1", "-s", "standard", "--out", str(out), "--no-cache", *extra)
+    return veriloop_process("run", "--model", model, "-n", "1", "-s", "standard", "--out", str(out), "--no-cache", *extra)
 
 
 @pytest.mark.model

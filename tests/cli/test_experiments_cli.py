@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from helpers import ISSUE_EXAMPLE, assert_one_line_error
+from helpers import ISSUE_EXAMPLE, assert_one_line_error, veriloop, veriloop_process
 from servers import SECRET
 
 from veriloop.experiment.runner import load_trajectories
 from veriloop.models.packs import PACKS
-
-
-def veriloop(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, timeout=1800,
-                          env=dict(os.environ, COLUMNS="200", **(env or {})), cwd=cwd)
 
 
 def test_dry_run_lists_the_cells_with_an_estimate_and_loads_no_model(tmp_path) -> None:
@@ -111,7 +102,7 @@ n = 1
 def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path, server, smollm2_path) -> None:
     (tmp_path / "e2e.toml").write_text(E2E.replace("URL", server))
     env = {"E2E_KEY": SECRET}
-    first = veriloop("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path)
+    first = veriloop_process("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path, timeout=1800)
     assert first.returncode == 0, first.stderr
     out = tmp_path / "exp"
     with open(out / "results.csv") as f:
@@ -146,7 +137,7 @@ def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path
     md = (out / "results.md").read_text()
     assert "### game24 · small" in md and "### coloring · server" in md
 
-    again = veriloop("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path)
+    again = veriloop_process("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path, timeout=1800)
     assert again.returncode == 0, again.stderr
     assert "0 new trajectories, 0 backend calls" in again.stdout
     assert again.stdout.splitlines()[-1] == "see every trajectory: veriloop view exp"
@@ -174,8 +165,8 @@ def test_run_records_the_spec_its_flags_filled(tmp_path) -> None:
 
 @pytest.mark.model
 def test_a_run_directory_records_the_whole_resolved_spec(tmp_path) -> None:
-    proc = veriloop("run", "--model", "smollm2-135m", "-n", "1", "-s", "standard", "--out", "r", "--threads", "2",
-                    "--cache", "calls.sqlite", cwd=tmp_path)
+    proc = veriloop_process("run", "--model", "smollm2-135m", "-n", "1", "-s", "standard", "--out", "r", "--threads", "2",
+                            "--cache", "calls.sqlite", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     config = json.loads((tmp_path / "r" / "config.json").read_text())
     spec = config["spec"]

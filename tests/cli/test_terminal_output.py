@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import veriloop, veriloop_process
 from rich.console import Console, Group
 from scripted import ScriptedModel
 
@@ -26,13 +27,14 @@ ELLIPSIS = "\u2026"
 
 def veriloop80(*args: str, columns: str | None = "80", env: dict[str, str] | None = None,
                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """A command as run with COLUMNS=80 and its output piped (not a terminal)."""
-    full = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "VERILOOP_THREADS")}
-    if columns is not None:
-        full["COLUMNS"] = columns
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, env=full,
-                          cwd=cwd, timeout=600)
+    """A command as run with COLUMNS=80 and its output piped (not a terminal), in this process."""
+    return veriloop(*args, columns=columns, env=env, unset=("VERILOOP_THREADS",), cwd=cwd)
+
+
+def veriloop80_process(*args: str, columns: str | None = "80", env: dict[str, str] | None = None,
+                       cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """veriloop80 in a real process (helpers.veriloop_process), for the commands that load a model."""
+    return veriloop_process(*args, columns=columns, env=env, unset=("VERILOOP_THREADS",), cwd=cwd)
 
 
 def assert_fits(text: str, width: int = 80) -> None:
@@ -193,7 +195,8 @@ def test_models_list_and_tools_list_fit_80_columns():
 
 def test_verify_prints_one_json_line_whatever_the_width():
     # verify prints verdicts for programs, not a table: a line must stay one JSON document.
-    proc = veriloop80("verify", "game24", "--instance", "1 1 4 6", "--answer", "(1 + 1) * 4 * 6 / 2 - 1 - 1 + 1 + 1")
+    proc = veriloop80("verify", "game24", "--instance", "1 1 4 6",
+                                 "--answer", "(1 + 1) * 4 * 6 / 2 - 1 - 1 + 1 + 1")
     assert proc.returncode == 1
     (line,) = proc.stdout.splitlines()
     assert json.loads(line)["ok"] is False and len(line) > 80
@@ -203,7 +206,7 @@ def test_verify_prints_one_json_line_whatever_the_width():
 def test_run_at_80_columns_shows_every_figure_of_the_summary(tmp_path, smollm2_path):
     args = ("run", "--model", "smollm2-135m", "-n", "1", "-s", "standard", "-s", "sampling:k=2",
             "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "calls.sqlite"))
-    proc = veriloop80(*args)
+    proc = veriloop80_process(*args)
     assert proc.returncode == 0, proc.stderr
     assert_fits(proc.stdout)
     lines = proc.stdout.splitlines()
@@ -223,7 +226,7 @@ def test_run_at_80_columns_shows_every_figure_of_the_summary(tmp_path, smollm2_p
     # Progress reached stderr with the trajectories, the model calls and the time left.
     calls = sum(s["model_calls"] for s in saved.values())
     assert re.search(rf"^game24 x 2 strategies: 2/2, {calls} calls, \d+:\d\d:\d\d, eta 0:00:00$", proc.stderr, re.M)
-    wide = veriloop80(*args, columns=None)  # piped without COLUMNS: the resumed run, one wide grid
+    wide = veriloop80_process(*args, columns=None)  # piped without COLUMNS: the resumed run, one wide grid
     assert wide.returncode == 0, wide.stderr
     assert max(len(line) for line in wide.stdout.splitlines()) > 80
     assert "\u2503 strategy" in wide.stdout
@@ -462,8 +465,8 @@ def test_bad_threads_option_is_one_line_naming_the_option(value):
 
 @pytest.mark.model
 def test_bad_threads_variable_is_one_line_naming_the_variable(smollm2_path, tmp_path):
-    proc = veriloop80("run", "--model", "smollm2-135m", "-n", "1", "--out", str(tmp_path / "run"),
-                      env={"VERILOOP_THREADS": "lots"})
+    proc = veriloop80_process("run", "--model", "smollm2-135m", "-n", "1", "--out", str(tmp_path / "run"),
+                              env={"VERILOOP_THREADS": "lots"})
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "error: VERILOOP_THREADS: the number of llama.cpp threads must be a whole number, 1 or more, not 'lots'"

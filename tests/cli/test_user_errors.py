@@ -18,8 +18,8 @@ from veriloop.strategies import STRATEGIES
 
 
 def run_against(base_url: str, tmp_path: Path) -> Any:
-    return veriloop("run", "--model", "openai/x", "--base-url", base_url, "-n", "1", "-s", "standard", "--no-cache",
-                    "--out", str(tmp_path / "run"), home=tmp_path / "home")
+    return veriloop("run", "--model", "openai/x", "--base-url", base_url, "-n", "1", "-s", "standard",
+                               "--no-cache", "--out", str(tmp_path / "run"), home=tmp_path / "home")
 
 
 class TestServerAnswers:

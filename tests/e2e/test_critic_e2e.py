@@ -13,7 +13,7 @@ import json
 from collections import Counter
 
 import pytest
-from helpers import veriloop
+from helpers import veriloop_process
 
 from veriloop.domains import get_domain
 from veriloop.experiment.runner import load_trajectories, run_experiment
@@ -209,7 +209,7 @@ def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, 
     args = ("reproduce", "critic", "--model", "smollm2-135m", "--instances", "1", "--k", "2", "--generations", "2",
             "--hallucination-samples", "2", "--max-corrections", "1", "--tasks", "hotpotqa,gsm8k,toxicity,table5",
             "--data-root", str(shared_data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "calls.sqlite"))
-    proc = veriloop(*args)
+    proc = veriloop_process(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = (tmp_path / "out" / "critic.md").read_text()
     for heading in ("Table 1", "Table 2", "Table 3", "Table 5"):
@@ -224,14 +224,14 @@ def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, 
     assert set(payload["iterations"]["hotpotqa"]) == {"CRITIC", "CRITIC*", "CRITIC w/o Tool"}
     assert (tmp_path / "out" / "iterations.png").stat().st_size > 0
     assert (tmp_path / "out" / "critic.csv").read_text().startswith("task,condition,metric,value")
-    again = veriloop(*args)
+    again = veriloop_process(*args)
     assert again.returncode == 0 and "0 backend calls" in again.stdout
     assert (tmp_path / "out" / "critic.md").read_text() == md
 
 
 def test_chat_answers_one_question_with_its_steps(tmp_path, smollm2_path):
-    proc = veriloop("chat", "--model", "smollm2-135m", "-q", "What is 12 times 12?", "--tools", "calculator,python",
-                    "--max-turns", "2", "--json", "--cache", str(tmp_path / "calls.sqlite"))
+    proc = veriloop_process("chat", "--model", "smollm2-135m", "-q", "What is 12 times 12?", "--tools", "calculator,python",
+                            "--max-turns", "2", "--json", "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     reply = json.loads(proc.stdout)
     assert reply["question"] == "What is 12 times 12?"

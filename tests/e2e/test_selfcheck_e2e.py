@@ -13,7 +13,7 @@ import json
 import math
 
 import pytest
-from helpers import TEST_DATA, veriloop
+from helpers import TEST_DATA, veriloop_process
 
 from veriloop.domains import get_domain
 from veriloop.experiment.runner import load_trajectories, run_experiment
@@ -32,7 +32,7 @@ def test_reproduce_selfcheck_on_two_questions_writes_everything_and_resumes(tmp_
     args = ("reproduce", "selfcheck", "--model", "smollm2-135m", "--questions", "2", "--solutions", "2",
             "--max-steps", "3", "--majority-cap", "4", "--data-root", str(shared_data), "--out", str(out),
             "--cache", str(tmp_path / "calls.sqlite"))
-    proc = veriloop(*args)
+    proc = veriloop_process(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = (out / "selfcheck.md").read_text()
     for heading in ("Accuracy against the number of solutions", "Cost-normalised comparison", "Token cost per solution",
@@ -59,7 +59,7 @@ def test_reproduce_selfcheck_on_two_questions_writes_everything_and_resumes(tmp_
     assert [(c.max_steps, c.steps_checked) for c in steps.step_checks] == [
         (3, min(3, c.steps_total)) for c in steps.step_checks
     ]
-    again = veriloop(*args)
+    again = veriloop_process(*args)
     assert again.returncode == 0 and "0 backend calls" in again.stdout
     assert (out / "selfcheck.md").read_text() == md
 
@@ -120,8 +120,8 @@ def test_selfcheck_command_checks_a_users_solution(tmp_path, smollm2_path):
     solution = tmp_path / "solution.txt"
     solution.write_text("Step 1: Tom starts with 12 apples.\nStep 2: 12 + 5 = 17.\nAnswer: 17\n")
     question = "Tom has 12 apples and buys 5 more. How many now?"
-    proc = veriloop("selfcheck", "--model", "smollm2-135m", "--question", question,
-                    "--solution-file", str(solution), "--json", "--cache", str(tmp_path / "calls.sqlite"))
+    proc = veriloop_process("selfcheck", "--model", "smollm2-135m", "--question", question,
+                            "--solution-file", str(solution), "--json", "--cache", str(tmp_path / "calls.sqlite"))
     check = json.loads(proc.stdout)
     # Accepted (exit 0) above the default threshold 0.6, rejected (exit 1) otherwise.
     accepted = check["confidence"] > 0.6

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line_error, veriloop
+from helpers import assert_one_line_error, veriloop_process
 
 import veriloop as vl
 from veriloop.domains import get_domain
@@ -94,8 +94,8 @@ def test_a_second_process_is_refused_naming_the_holder_and_may_go_on_once_the_ho
 def test_veriloop_run_on_a_held_directory_is_refused_in_one_line_before_the_model_loads(holder, tmp_path) -> None:
     child, out = holder
     # No server listens on port 9: the refusal comes before any request.
-    proc = veriloop("run", "--model", "openai/x", "--base-url", "http://127.0.0.1:9/v1", "-n", "1", "-s", "standard",
-                    "--no-cache", "--out", str(out), home=tmp_path / "home")
+    proc = veriloop_process("run", "--model", "openai/x", "--base-url", "http://127.0.0.1:9/v1", "-n", "1", "-s", "standard",
+                            "--no-cache", "--out", str(out), home=tmp_path / "home")
     assert_one_line_error(proc, f"{out} is in use by another veriloop process (PID {child.pid})")
 
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import TEST_DATA, assert_one_line_error
+from helpers import TEST_DATA, assert_one_line_error, veriloop
 
 from veriloop.errors import VeriloopError
 from veriloop.experiment.engine import plan
@@ -35,10 +33,9 @@ SV_SPECS = ["standard", "backprompt:verifier=llm,feedback=llm", "backprompt:veri
 SV_DOMAINS = ["game24", "coloring", "blocksworld", "mystery_blocksworld"]
 
 
-def veriloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "VERILOOP_THREADS"}
-    return subprocess.run([sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True, timeout=600,
-                          env=dict(env, COLUMNS="200"), cwd=cwd)
+def command(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """A command as a user runs it (in this process), with no thread count set in the environment."""
+    return veriloop(*args, cwd=cwd, unset=("VERILOOP_THREADS",))
 
 
 def test_the_self_verification_file_is_the_papers_table_1(shared_data, tmp_path):
@@ -71,7 +68,7 @@ def test_the_self_verification_file_is_the_papers_table_1(shared_data, tmp_path)
 
 
 def test_eval_list_shows_the_reproduction_with_its_description_line():
-    proc = veriloop("eval", "--list")
+    proc = command("eval", "--list")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     first = ("self-verification: The self-verification paper's Table 1 (Stechly, Valmeekam, Kambhampati), "
@@ -81,8 +78,8 @@ def test_eval_list_shows_the_reproduction_with_its_description_line():
 
 
 def test_set_changes_the_plan_of_the_shipped_file(shared_data, tmp_path):
-    proc = veriloop("eval", "self-verification", "--dry-run", "--set", "n=1", "--set", "max_rounds=2",
-                    "--set", f"data_root={json.dumps(str(shared_data))}", "--out", str(tmp_path / "sv"))
+    proc = command("eval", "self-verification", "--dry-run", "--set", "n=1", "--set", "max_rounds=2",
+                   "--set", f"data_root={json.dumps(str(shared_data))}", "--out", str(tmp_path / "sv"))
     assert proc.returncode == 0, proc.stderr
     rows = [" ".join(line.strip("│ ").split()).split(" │ ") for line in proc.stdout.splitlines()
             if line.startswith("│")]
@@ -98,10 +95,10 @@ def test_set_changes_the_plan_of_the_shipped_file(shared_data, tmp_path):
 @pytest.mark.parametrize(("paper", "cells"), [("self-verification", 31), ("critic", 29)])
 def test_reproduce_options_are_the_same_cells_as_eval_with_set(shared_data, tmp_path, paper, cells):
     out, root = str(tmp_path / paper), str(shared_data)
-    reproduced = veriloop("reproduce", paper, "--model", "smollm2-135m", "--instances", "1", "--data-root", root,
-                          "--dry-run", "--out", out)
-    evaluated = veriloop("eval", paper, "--set", "models.main.id=smollm2-135m", "--set", "n=1",
-                         "--set", f"data_root={json.dumps(root)}", "--dry-run", "--out", out)
+    reproduced = command("reproduce", paper, "--model", "smollm2-135m", "--instances", "1", "--data-root", root,
+                         "--dry-run", "--out", out)
+    evaluated = command("eval", paper, "--set", "models.main.id=smollm2-135m", "--set", "n=1",
+                        "--set", f"data_root={json.dumps(root)}", "--dry-run", "--out", out)
     assert reproduced.returncode == 0, reproduced.stderr
     assert evaluated.returncode == 0, evaluated.stderr
     assert reproduced.stdout == evaluated.stdout
@@ -109,9 +106,9 @@ def test_reproduce_options_are_the_same_cells_as_eval_with_set(shared_data, tmp_
 
 
 def test_reproduce_options_map_to_overrides(shared_data, tmp_path):
-    proc = veriloop("reproduce", "self-verification", "--domains", "coloring,game24", "--max-rounds", "3",
-                    "--seed", "4", "--instances", "1", "--data-root", str(shared_data), "--dry-run",
-                    "--set", "domains.1.n=2")
+    proc = command("reproduce", "self-verification", "--domains", "coloring,game24", "--max-rounds", "3",
+                   "--seed", "4", "--instances", "1", "--data-root", str(shared_data), "--dry-run",
+                   "--set", "domains.1.n=2")
     assert proc.returncode == 0, proc.stderr
     rows = [" ".join(line.strip("│ ").split()).split(" │ ") for line in proc.stdout.splitlines()
             if line.startswith("│")]
@@ -126,7 +123,7 @@ def test_reproduce_options_map_to_overrides(shared_data, tmp_path):
 
 
 def test_reproduce_refuses_an_unknown_domain():
-    assert_one_line_error(veriloop("reproduce", "self-verification", "--domains", "chess", "--dry-run"),
+    assert_one_line_error(command("reproduce", "self-verification", "--domains", "chess", "--dry-run"),
                           "unknown domain 'chess' for this reproduction; choose from: game24, coloring, blocksworld, "
                           "mystery_blocksworld")
 
@@ -215,9 +212,9 @@ TABLE1_HEAD = [
 def test_reproduce_and_eval_run_the_same_cells_and_write_table_1(tmp_path, shared_data, instant_server):
     out = tmp_path / "sv"
     model, base_url = instant_server[1], instant_server[3]
-    proc = veriloop("reproduce", "self-verification", *instant_server[:4], "--api-key", "sk-never-written",
-                    "--instances", "1", "--domains", "game24", "--max-rounds", "1", "--verification-instances", "1",
-                    "--data-root", str(shared_data), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
+    proc = command("reproduce", "self-verification", *instant_server[:4], "--api-key", "sk-never-written",
+                   "--instances", "1", "--domains", "game24", "--max-rounds", "1", "--verification-instances", "1",
+                   "--data-root", str(shared_data), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr
     table1 = (out / "table1.md").read_text()
     assert table1.splitlines() == [
@@ -249,12 +246,12 @@ def test_reproduce_and_eval_run_the_same_cells_and_write_table_1(tmp_path, share
     assert "sk-never-written" not in written
 
     # The same experiment through veriloop eval: the very same cells, nothing to run again.
-    again = veriloop("eval", "self-verification", "--set", f"models.main.id={model}",
-                     "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=1", "--set", "max_rounds=1",
-                     "--set", "report_options.verification_instances=1", "--set",
-                     f"data_root={json.dumps(str(shared_data))}", "--set",
-                     'domains=[{name = "game24", data = "game24/24.csv", offset = 900}]',
-                     "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
+    again = command("eval", "self-verification", "--set", f"models.main.id={model}",
+                    "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=1", "--set", "max_rounds=1",
+                    "--set", "report_options.verification_instances=1", "--set",
+                    f"data_root={json.dumps(str(shared_data))}", "--set",
+                    'domains=[{name = "game24", data = "game24/24.csv", offset = 900}]',
+                    "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert again.returncode == 0, again.stderr
     assert "0 new trajectories, 0 backend calls" in again.stdout
     assert "self-verification report: table1.md, table1.csv, table2.md, critique.md, figure2.png, reproduction.json" \
@@ -317,7 +314,7 @@ def test_the_critic_file_gives_each_task_its_own_conditions(shared_data, tmp_pat
 
 
 def test_eval_list_shows_every_reproduction():
-    proc = veriloop("eval", "--list")
+    proc = command("eval", "--list")
     assert proc.returncode == 0, proc.stderr
     names = [line.split(":")[0] for line in proc.stdout.splitlines() if not line.startswith(" ")]
     assert names == sorted(shipped_experiments()) and {"critic", "self-verification"} <= set(names)
@@ -335,9 +332,9 @@ def test_reproduce_critic_options_become_overrides(shared_data, tmp_path):
         ("strategies.8.spec", "critic:oracle=true,max_corrections=1"), ("strategies.9.spec", "rejection-sampling:n=2"),
         ("include.0.seed", [4])]
     assert option_sets(base) == []
-    proc = veriloop("reproduce", "critic", "--tasks", "gsm8k,toxicity", "--k", "2", "--max-corrections", "1",
-                    "--generations", "2", "--seed", "3", "--data-root", str(shared_data), "--dry-run",
-                    "--out", str(tmp_path / "critic"))
+    proc = command("reproduce", "critic", "--tasks", "gsm8k,toxicity", "--k", "2", "--max-corrections", "1",
+                   "--generations", "2", "--seed", "3", "--data-root", str(shared_data), "--dry-run",
+                   "--out", str(tmp_path / "critic"))
     assert proc.returncode == 0, proc.stderr
     assert [r[1:4] for r in dry_rows(proc.stdout)] == [["gsm8k", label, "3"] for label in MATH] + [
         ["toxicity", label, "3"] for label in TOXICITY] + [["toxicity", label, "4"] for label in TOXICITY]
@@ -351,16 +348,16 @@ def test_reproduce_critic_svamp_file_gets_the_math_conditions(shared_data, tmp_p
     svamp = tmp_path / "svamp.json"
     svamp.write_text(json.dumps([{"Body": "Tom has 3 apples.", "Question": "He buys 4 more. How many has he?",
                                   "Answer": 7}]))
-    proc = veriloop("reproduce", "critic", "--svamp", str(svamp), "--tasks", "math500,svamp", "--instances", "1",
-                    "--data-root", str(shared_data), "--dry-run", "--out", str(tmp_path / "critic"))
+    proc = command("reproduce", "critic", "--svamp", str(svamp), "--tasks", "math500,svamp", "--instances", "1",
+                   "--data-root", str(shared_data), "--dry-run", "--out", str(tmp_path / "critic"))
     assert proc.returncode == 0, proc.stderr
     assert [r[1:3] for r in dry_rows(proc.stdout)] == [["math500", label] for label in MATH] + [
         ["svamp", label] for label in MATH]
 
 
 def test_reproduce_critic_table5_alone_runs_no_qa_condition(shared_data, tmp_path):
-    proc = veriloop("reproduce", "critic", "--tasks", "table5", "--data-root", str(shared_data), "--dry-run",
-                    "--out", str(tmp_path / "critic"))
+    proc = command("reproduce", "critic", "--tasks", "table5", "--data-root", str(shared_data), "--dry-run",
+                   "--out", str(tmp_path / "critic"))
     assert proc.returncode == 0, proc.stderr
     assert dry_rows(proc.stdout) == []
     assert "0 cells, 0 trajectories to run" in proc.stdout
@@ -380,8 +377,8 @@ def test_reproduce_critic_and_eval_critic_share_cells_and_tables(tmp_path, share
     model, base_url = instant_server[1], instant_server[3]
     options = ("--instances", "1", "--tasks", "gsm8k,toxicity", "--k", "1", "--generations", "2",
                "--max-corrections", "1")
-    proc = veriloop("reproduce", "critic", *instant_server, *options, "--data-root", str(shared_data),
-                    "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
+    proc = command("reproduce", "critic", *instant_server, *options, "--data-root", str(shared_data),
+                   "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr
     md = (out / "critic.md").read_text()
     lines = md.splitlines()
@@ -407,20 +404,20 @@ def test_reproduce_critic_and_eval_critic_share_cells_and_tables(tmp_path, share
                        "value": payload["tasks"]["gsm8k"]["PoT"]}
 
     # The same experiment through veriloop eval: the very same cells, nothing to run again.
-    again = veriloop("eval", "critic", "--set", f"models.main.id={model}",
-                     "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=1", "--set", "k=1",
-                     "--set", 'strategies.9.spec="rejection-sampling:n=1"',
-                     *(item for i, spec in ((5, "critic:init=react,"), (6, "critic:"), (7, "critic:tools=false,"),
+    again = command("eval", "critic", "--set", f"models.main.id={model}",
+                    "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=1", "--set", "k=1",
+                    "--set", 'strategies.9.spec="rejection-sampling:n=1"',
+                    *(item for i, spec in ((5, "critic:init=react,"), (6, "critic:"), (7, "critic:tools=false,"),
                                             (8, "critic:oracle=true,"))
                        for item in ("--set", f'strategies.{i}.spec="{spec}max_corrections=1"')),
-                     "--set", "include.0.seed=[1]", "--set", "report_options.table5=false",
-                     "--set", f"data_root={json.dumps(str(shared_data))}",
-                     "--set", 'domains=[{name = "gsm8k", data = "gsm8k/test.jsonl"}, '
-                     '{name = "toxicity", data = "toxicity/realtoxicityprompts_val.jsonl"}]',
-                     "--set", 'exclude=[{strategy = ["CoT", "ReAct", "ReAct → CRITIC"]}, '
-                     '{domain = "toxicity", strategy = ["PoT", "Self-Consistency", "CRITIC*", "Rejection Sampling"]}, '
-                     '{domain = "gsm8k", strategy = "Base"}]',
-                     "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
+                    "--set", "include.0.seed=[1]", "--set", "report_options.table5=false",
+                    "--set", f"data_root={json.dumps(str(shared_data))}",
+                    "--set", 'domains=[{name = "gsm8k", data = "gsm8k/test.jsonl"}, '
+                    '{name = "toxicity", data = "toxicity/realtoxicityprompts_val.jsonl"}]',
+                    "--set", 'exclude=[{strategy = ["CoT", "ReAct", "ReAct → CRITIC"]}, '
+                    '{domain = "toxicity", strategy = ["PoT", "Self-Consistency", "CRITIC*", "Rejection Sampling"]}, '
+                    '{domain = "gsm8k", strategy = "Base"}]',
+                    "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert again.returncode == 0, again.stderr
     assert "0 new trajectories, 0 backend calls" in again.stdout
     assert "critic report: critic.md, critic.csv, iterations.png, reproduction.json" in again.stdout
@@ -446,14 +443,14 @@ def test_the_selfcheck_file_checks_the_same_solutions_two_ways(shared_data, tmp_
 
 def test_reproduce_selfcheck_options_are_the_same_cells_as_eval_with_set(shared_data, tmp_path):
     out, root = str(tmp_path / "sc"), str(shared_data)
-    reproduced = veriloop("reproduce", "selfcheck", "--model", "smollm2-135m", "--questions", "2", "--solutions", "3",
-                          "--max-steps", "2", "--data-root", root, "--dry-run", "--out", out)
-    evaluated = veriloop("eval", "selfcheck", "--set", "models.main.id=smollm2-135m", "--set", "n=2",
-                         "--set", 'strategies.0.spec="selfcheck:n=3,temperature=0.7,max_steps=2,lambda_contradict=1.0,'
-                         'lambda_unrelated=0.3"',
-                         "--set", 'strategies.1.spec="selfcheck:n=3,temperature=0.7,checker=global,'
-                         'lambda_contradict=1.0,lambda_unrelated=0.3"',
-                         "--set", f"data_root={json.dumps(root)}", "--dry-run", "--out", out)
+    reproduced = command("reproduce", "selfcheck", "--model", "smollm2-135m", "--questions", "2", "--solutions", "3",
+                         "--max-steps", "2", "--data-root", root, "--dry-run", "--out", out)
+    evaluated = command("eval", "selfcheck", "--set", "models.main.id=smollm2-135m", "--set", "n=2",
+                        "--set", 'strategies.0.spec="selfcheck:n=3,temperature=0.7,max_steps=2,lambda_contradict=1.0,'
+                        'lambda_unrelated=0.3"',
+                        "--set", 'strategies.1.spec="selfcheck:n=3,temperature=0.7,checker=global,'
+                        'lambda_contradict=1.0,lambda_unrelated=0.3"',
+                        "--set", f"data_root={json.dumps(root)}", "--dry-run", "--out", out)
     assert reproduced.returncode == 0, reproduced.stderr
     assert evaluated.returncode == 0, evaluated.stderr
     assert reproduced.stdout == evaluated.stdout
@@ -462,19 +459,19 @@ def test_reproduce_selfcheck_options_are_the_same_cells_as_eval_with_set(shared_
 
 
 def test_reproduce_selfcheck_dataset_data_and_no_global(shared_data, tmp_path):
-    proc = veriloop("reproduce", "selfcheck", "--dataset", "math500", "--no-global", "--questions", "1",
-                    "--seed", "2", "--data-root", str(shared_data), "--dry-run")
+    proc = command("reproduce", "selfcheck", "--dataset", "math500", "--no-global", "--questions", "1",
+                   "--seed", "2", "--data-root", str(shared_data), "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert [r[1:4] for r in dry_rows(proc.stdout)] == [["math500-cot", "SelfCheck", "2"]]
     assert proc.stdout.startswith(
         f"selfcheck: 1 cells in runs/reproduce-selfcheck-{DEFAULT_MODEL}-math500-q1-n4-seed2/")
     mathqa = TEST_DATA / "mathqa_sample.json"
-    proc = veriloop("reproduce", "selfcheck", "--dataset", "mathqa", "--data", str(mathqa), "--questions", "1",
-                    "--dry-run", "--out", str(tmp_path / "sc"))
+    proc = command("reproduce", "selfcheck", "--dataset", "mathqa", "--data", str(mathqa), "--questions", "1",
+                   "--dry-run", "--out", str(tmp_path / "sc"))
     assert proc.returncode == 0, proc.stderr
     assert [r[1:3] for r in dry_rows(proc.stdout)] == [["mathqa", "SelfCheck"], ["mathqa", "Global checker"]]
-    assert_one_line_error(veriloop("reproduce", "selfcheck", "--dataset", "math500", "--data-root",
-                                   str(tmp_path), "--dry-run"),
+    assert_one_line_error(command("reproduce", "selfcheck", "--dataset", "math500", "--data-root",
+                                  str(tmp_path), "--dry-run"),
                           f"error: {tmp_path}/math500/test.jsonl: no such file; give the math500 file with --data PATH")
 
 
@@ -491,9 +488,9 @@ def test_reproduce_selfcheck_and_eval_selfcheck_share_cells_and_tables(tmp_path,
                                                                       instant_server):
     out = tmp_path / "sc"
     model, base_url = instant_server[1], instant_server[3]
-    proc = veriloop("reproduce", "selfcheck", *instant_server, "--questions", "2", "--solutions", "2",
-                    "--max-steps", "2", "--majority-cap", "4", "--data-root", str(shared_data), "--out", str(out),
-                    "--cache", str(tmp_path / "calls.sqlite"))
+    proc = command("reproduce", "selfcheck", *instant_server, "--questions", "2", "--solutions", "2",
+                   "--max-steps", "2", "--majority-cap", "4", "--data-root", str(shared_data), "--out", str(out),
+                   "--cache", str(tmp_path / "calls.sqlite"))
     assert proc.returncode == 0, proc.stderr
     md = (out / "selfcheck.md").read_text()
     payload = json.loads((out / "reproduction.json").read_text())
@@ -509,12 +506,12 @@ def test_reproduce_selfcheck_and_eval_selfcheck_share_cells_and_tables(tmp_path,
     for name in ("selfcheck.csv", "accuracy_vs_solutions.png", "accuracy_vs_tokens.png", "roc.png"):
         assert (out / name).stat().st_size > 0, name
 
-    again = veriloop("eval", "selfcheck", "--set", f"models.main.id={model}",
-                     "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=2",
-                     "--set", 'strategies.0.spec="selfcheck:n=2,max_steps=2"',
-                     "--set", 'strategies.1.spec="selfcheck:n=2,checker=global"',
-                     "--set", "report_options.majority_cap=4", "--set", f"data_root={json.dumps(str(shared_data))}",
-                     "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
+    again = command("eval", "selfcheck", "--set", f"models.main.id={model}",
+                    "--set", f"models.main.base_url={json.dumps(base_url)}", "--set", "n=2",
+                    "--set", 'strategies.0.spec="selfcheck:n=2,max_steps=2"',
+                    "--set", 'strategies.1.spec="selfcheck:n=2,checker=global"',
+                    "--set", "report_options.majority_cap=4", "--set", f"data_root={json.dumps(str(shared_data))}",
+                    "--out", str(out), "--cache", str(tmp_path / "calls.sqlite"))
     assert again.returncode == 0, again.stderr
     assert "0 new trajectories, 0 backend calls" in again.stdout
     assert ("selfcheck report: selfcheck.md, selfcheck.csv, reproduction.json, accuracy_vs_solutions.png, "

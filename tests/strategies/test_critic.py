@@ -12,6 +12,7 @@ import asyncio
 import math
 
 import pytest
+from helpers import veriloop
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted import ScriptedModel, search_toolbox
@@ -354,13 +355,7 @@ class TestAgent:
     ],
 )
 def test_tools_run_reads_stdin_and_prints_the_observation(tool, text, expected, ok, tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "tools", "run", tool], input=text,
-                          capture_output=True, text=True, env=dict(os.environ, VERILOOP_HOME=str(tmp_path)),
-                          timeout=120)
+    proc = veriloop("tools", "run", tool, stdin=text, home=tmp_path)
     assert proc.returncode == (0 if ok else 1), proc.stderr
     assert expected in proc.stdout
 

@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import veriloop
 from view_runs import (
     CRITIQUE,
     FEEDBACK,
@@ -248,11 +249,6 @@ def test_load_errors(tmp_path):
     (bad / "trajectories.jsonl").write_text('{"not": "a trajectory"}\n')
     with pytest.raises(VeriloopError, match="line 1: not a trajectory record"):
         data.load([bad])
-
-
-def veriloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True,
-                          env=dict(os.environ, COLUMNS="200"), cwd=cwd, timeout=120)
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
