@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 
 import pytest
 from helpers import veriloop
@@ -187,6 +188,9 @@ class FlakyTool:
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
+        # A hanging run waits for this (5 s at most): the test lets it go once the toolbox has
+        # given up on it, since asyncio.run waits for the thread it runs in before returning.
+        self.released = threading.Event()
 
     def identity(self) -> str:
         return self.mode
@@ -194,9 +198,7 @@ class FlakyTool:
     def run(self, tool_input: str) -> Observation:
         if self.mode == "raise":
             raise RuntimeError("disk on fire")
-        import time
-
-        time.sleep(5)
+        self.released.wait(5)
         return Observation(tool=self.name, input=tool_input, text="late")
 
 
@@ -206,7 +208,15 @@ class TestToolbox:
         assert not obs.ok and "disk on fire" in obs.text
 
     def test_a_tool_that_hangs_times_out_as_an_observation(self):
-        obs = asyncio.run(Toolbox([FlakyTool("hang")], timeout=0.2).call("flaky", "x"))
+        hangs = FlakyTool("hang")
+
+        async def call_then_release() -> Observation:
+            try:
+                return await Toolbox([hangs], timeout=0.2).call("flaky", "x")
+            finally:
+                hangs.released.set()
+
+        obs = asyncio.run(call_then_release())
         assert not obs.ok and "did not answer" in obs.text
 
     def test_results_are_cached_and_failures_are_not(self, toolbox, tmp_path):
