@@ -71,7 +71,8 @@ def llama_server(model_path: Path, log_dir: Path, api_key: str = SECRET) -> Iter
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     """A threaded stdlib HTTP server on 127.0.0.1 running `handler`; yields its port."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled every 10 ms, not serve_forever's 0.5 s: shutdown() waits for the next poll.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield server.server_address[1]

@@ -162,7 +162,8 @@ class FaultServer:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # Polled every 10 ms, not serve_forever's 0.5 s: shutdown() waits for the next poll.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
 
     def __enter__(self) -> FaultServer:
         self.thread.start()

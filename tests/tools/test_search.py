@@ -263,7 +263,8 @@ def engine():
     _Engine.seen.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled every 10 ms, not serve_forever's 0.5 s: shutdown() waits for the next poll.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
