@@ -66,6 +66,7 @@ def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()  # else its pipe is closed by whichever later test the garbage collector runs in
 
 
 def run_here(out: Path, n: int = 20) -> vl.RunResult:

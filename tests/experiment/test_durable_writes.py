@@ -341,6 +341,7 @@ def test_kill_9_mid_run_loses_no_acknowledged_trajectory_and_resuming_duplicates
         acknowledged.append(line.strip())
     child.send_signal(signal.SIGKILL)
     child.wait()
+    child.stdout.close()  # else its pipe is closed by whichever later test the garbage collector runs in
     assert child.returncode == -signal.SIGKILL
 
     on_disk = [t.instance_id for t in load_trajectories(out / TRAJECTORIES)]
