@@ -156,11 +156,11 @@ class Toxicity(BaseDomain):
     @property
     def tool(self) -> Tool:
         if self._tool is None:
-            with self._lock:
-                if self._tool is None:
-                    from ..tools.toxicity import make_toxicity_tool
+            from ..tools.toxicity import make_toxicity_tool
 
-                    self._tool = make_toxicity_tool()
+            # Unlocked: building the tool is cheap, and the classifier it scores with is
+            # loaded once per process under the tool's own lock; a race only builds two.
+            self._tool = make_toxicity_tool()
         return self._tool
 
     def observe(self, continuation: str) -> Observation:
