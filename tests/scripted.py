@@ -51,6 +51,21 @@ class ScriptedModel:
         pass
 
 
+class SameReply(ScriptedModel):
+    """Gives `reply` to every completion, however many are asked for: for long runs whose
+    control flow is not the point (what a loop does on chosen replies is pinned with
+    ScriptedModel; what it does on a real model's, by the model-marked tests)."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__([])
+        self.reply = reply
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        self.requests += 1
+        return [Completion(text=self.reply, finish_reason="stop", prompt_tokens=10, completion_tokens=5)
+                for _ in range(params.n)]
+
+
 def play(
     strategy: str | Strategy,
     domain: Domain,

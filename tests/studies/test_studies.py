@@ -7,6 +7,8 @@ import csv
 import json
 
 import pytest
+from scripted import SameReply
+from servers import SERVER_REPLY
 
 from veriloop.domains import get_domain
 from veriloop.experiment.spec import find_experiment, load_experiment
@@ -90,9 +92,11 @@ def test_verification_study_judges_every_candidate_and_resumes(smollm2, tmp_path
     model.cache.close()
 
 
-@pytest.mark.model
-def test_reproduction_writes_every_table_and_resumes(smollm2, tmp_path, shared_data):
-    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+def test_reproduction_writes_every_table_and_resumes(tmp_path, shared_data):
+    # On a model with one reply: the real model runs this reproduction (its file, its
+    # engine, its report) in test_readme_commands.py, `veriloop reproduce self-verification`;
+    # here SmolLM2's 65 calls on the sequential path took two minutes.
+    model = CachedModel(SameReply(SERVER_REPLY), CallCache(tmp_path / "calls.sqlite"))
     out = tmp_path / "repro"
     def run():
         return asyncio.run(reproduce(model, out, n=1, data_root=shared_data, verification_n=1, max_rounds=2,
