@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from helpers import veriloop_process
@@ -39,15 +40,23 @@ MAX_CORRECTIONS = 1
 CORRECTION_HEAD = "A check of your answer found:\n"
 
 
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory) -> Path:
+    """One call cache for the module: the conditions' runs fill it and the reproduction,
+    which runs the same conditions on the same instances, replays their calls (its own are
+    its Table 5 and hallucination calls), so each real call is made once."""
+    return tmp_path_factory.mktemp("critic-calls") / "calls.sqlite"
+
+
 @pytest.mark.parametrize("task", sorted(DATA))
-def test_every_condition_runs_and_records_its_tool_calls(task, smollm2, shared_data, tmp_path, monkeypatch):
+def test_every_condition_runs_and_records_its_tool_calls(task, smollm2, shared_data, tmp_path, monkeypatch, calls):
     monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
     rel, conditions = DATA[task]
     source = str(shared_data / rel)
     domain = get_domain(task)
     (instance,) = domain.load_instances(source, n=1)
     tools = build_toolbox(ToolSettings(cache_path=tmp_path / "tools.sqlite"), domain, source)
-    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+    model = CachedModel(smollm2, CallCache(calls))
     strategies = [parse_strategy(spec, {"k": CRITIC.k, "max_corrections": MAX_CORRECTIONS}) for _, spec in conditions]
     result = asyncio.run(run_experiment(model, domain, strategies, [instance], tmp_path / "run", tools=tools))
     model.cache.close()
@@ -205,10 +214,10 @@ class Expected:
         return [[*prompt, {"role": "assistant", "content": r.text}] for r in self.t.rounds[:-1]] if self.critic else []
 
 
-def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, smollm2_path):
+def test_reproduce_critic_writes_every_table_and_resumes(tmp_path, shared_data, smollm2_path, calls):
     args = ("reproduce", "critic", "--model", "smollm2-135m", "--instances", "1", "--k", "2", "--generations", "2",
             "--hallucination-samples", "2", "--max-corrections", "1", "--tasks", "hotpotqa,gsm8k,toxicity,table5",
-            "--data-root", str(shared_data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "calls.sqlite"))
+            "--data-root", str(shared_data), "--out", str(tmp_path / "out"), "--cache", str(calls))
     proc = veriloop_process(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     md = (tmp_path / "out" / "critic.md").read_text()
