@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections import Counter
 
 import pytest
@@ -211,7 +212,12 @@ def test_interrupted_run_resumes_only_the_missing_work(first_run, smollm2, tmp_p
     partial = tmp_path / "partial"
     partial.mkdir()
     (partial / "trajectories.jsonl").write_text("".join(lines[:5]) + lines[5][:40])  # crash mid-write
-    result, _ = _run(smollm2, partial, tmp_path / "empty_cache.sqlite")
+    # The first run's calls, so the missing work replays (what is pinned is which
+    # trajectories run again, not the model's replies; a fresh cache took 40 s).
+    cache = tmp_path / "calls.sqlite"
+    shutil.copyfile(root / "calls.sqlite", cache)
+    result, _ = _run(smollm2, partial, cache)
+    assert result.backend_calls == 0
     assert result.reused_trajectories == 5
     assert result.new_trajectories == len(SPECS) * 2 - 5
     assert len(load_trajectories(partial / "trajectories.jsonl")) == len(SPECS) * 2
