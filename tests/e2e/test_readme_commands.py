@@ -2,10 +2,8 @@
 says it does (its exit status, what it prints, what it writes).
 
 The only changes to a command: the model becomes SmolLM2-135M (the test server's model for
-`openai/...`; for `study verification`, whose real-model run is test_studies.py's, the
-instant scripted server of servers.py), sizes shrink through options appended at its end
-(click keeps the last value of a repeated option; a size inside a strategy spec, which no
-option reaches, is swapped),
+`openai/...`), sizes shrink through options appended at its end (click keeps the last value
+of a repeated option; a size inside a strategy spec, which no option reaches, is swapped),
 and it runs in a temporary directory beside a link to the shared data, so `../shared/data`
 means what the README says and every output lands there. EXAMPLES holds those changes and
 the expectations, one entry per command: a command without an entry fails the test, so a
@@ -115,14 +113,13 @@ Check = Callable[[subprocess.CompletedProcess[str], Path], None]
 
 @dataclass(frozen=True)
 class Example:
-    add: str = ""  # appended options; {work}, {server} and {instant} are filled in
+    add: str = ""  # appended options; {work} and {server} are filled in
     swap: tuple[tuple[str, str], ...] = ()  # sizes inside a strategy spec
     exit: tuple[int, ...] = (0,)  # what the README's comment promises, when it says
     prints: tuple[str, ...] = ()  # in the standard output
     writes: tuple[str, ...] = ()  # files below the working directory
     stdin: str = ""
     server: bool = False
-    instant: bool = False  # {instant}: model options for the instant scripted server
     check: Check | None = None
     skip: str = ""
 
@@ -207,9 +204,8 @@ EXAMPLES: dict[str, Example] = {
     "models install": Example(prints=(f"{SMALL} is installed",)),
     "models path": Example(check=installed_pack),
     # The LLM as verifier; the self-verification paper.
-    # SmolLM2 judging every candidate took 30-220 s; test_studies.py runs the same study on it.
-    "study verification": Example(add="{instant} -n 1", instant=True,
-                                  writes=("runs/study-verification-game24-scripted-seed0/table2.md",)),
+    "study verification": Example(add=f"{MODEL} -n 1",
+                                  writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),
     "reproduce self-verification": Example(
         add=f"{MODEL} --instances 1 --max-rounds 1 --domains game24",
         writes=tuple(f"runs/reproduce-self-verification-{SMALL}-n1-seed0/{name}"
@@ -450,8 +446,6 @@ def test_readme_command(command: Command, workdir: Path, environment: dict[str, 
     fill = {"work": str(workdir)}
     if example.server:
         fill["server"] = request.getfixturevalue("server")
-    if example.instant:
-        fill["instant"] = " ".join(request.getfixturevalue("instant_server"))
     script = as_run(command, example, fill)
     proc = run_script(script, ROOT if script.startswith("./") else workdir, environment, example.stdin)
     shown = f"$ {script}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
