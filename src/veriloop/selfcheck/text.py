@@ -64,7 +64,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 
 
 def _ends_with_abbreviation(sentence: str) -> bool:
-    last = sentence.rstrip().rstrip(".").rsplit(None, 1)[-1].lower() if sentence.strip() else ""
+    words = sentence.rstrip().rstrip(".").split()  # none in a sentence that is only its full stop
+    last = words[-1].lower() if words else ""
     return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())
 
 
