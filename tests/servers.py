@@ -122,14 +122,18 @@ class CannedHandler(BaseHTTPRequestHandler):
 SERVER_REPLY = "Step 1: 3 + 4 = 7.\nanswer = 7\nAnswer: 7\nVerdict: correct"
 
 
-class InstantReplies(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that answers SERVER_REPLY at once."""
+class ChatReplies(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint answering at once with `reply(body)`, the
+    request's JSON (12 prompt and 7 completion tokens reported)."""
+
+    def reply(self, body: dict) -> str:
+        raise NotImplementedError
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         data = json.dumps({
             "id": "reply", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": SERVER_REPLY},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self.reply(body)},
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
         }).encode()
@@ -141,3 +145,10 @@ class InstantReplies(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class InstantReplies(ChatReplies):
+    """Answers SERVER_REPLY to everything."""
+
+    def reply(self, body: dict) -> str:
+        return SERVER_REPLY

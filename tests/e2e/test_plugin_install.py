@@ -9,54 +9,32 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from servers import ChatReplies, serving
 
 EXAMPLE = ROOT / "examples" / "veriloop-example-plugin"
 # The right pick for each problem's target; the first try of every problem is "3 + 4".
 RIGHT = {"13": "9 + 4", "14": "8 + 6"}
 
 
-class _Solver(BaseHTTPRequestHandler):
-    """A chat endpoint that answers a subset-sum problem wrongly first, then rightly once
-    the conversation holds feedback."""
+class _Solver(ChatReplies):
+    """Answers a subset-sum problem wrongly first, then rightly once the conversation
+    holds feedback."""
 
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def reply(self, body: dict) -> str:
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
         target = re.search(r"add up to (\d+)", users[0])
-        reply = "3 + 4" if len(users) == 1 or target is None else RIGHT[target.group(1)]
-        data = json.dumps({
-            "id": "reply", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        return "3 + 4" if len(users) == 1 or target is None else RIGHT[target.group(1)]
 
 
 @pytest.fixture
 def solver() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Solver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Solver) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture(scope="module")
