@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import assert_one_line_error, veriloop, veriloop_process
+from helpers import assert_one_line_error, the_error, veriloop, veriloop_process
 
 import veriloop as vl
 from veriloop import CheckError, FunctionCheck, Task
@@ -272,14 +272,6 @@ def run_args(folder: Path, server: str, check: str, *more: str) -> list[str]:
 
 def kept(folder: Path) -> list[str]:
     return [t.instance_id for t in load_trajectories(folder / "run" / "trajectories.jsonl")]
-
-
-def the_error(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
 
 
 def test_cli_a_check_that_calls_sys_exit_stops_the_run_in_one_line(tmp_path, canned_server):
