@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import SHARED_DATA
+from helpers import SHARED_DATA, TEST_REPLY_TOKENS
 from servers import CannedHandler, InstantReplies, serving
+
+from veriloop.models.capped import CAP_ENV
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -16,6 +19,24 @@ def pytest_configure(config: pytest.Config) -> None:
     # suite's children get Ctrl-C as a terminal would give it.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The real small model's replies are cut at 64 tokens in every test and every command a
+    # test starts: the tests check what the loops do with a reply, not how good it is, and
+    # SmolLM2 writes to whatever length a call allows (a 400-token reply takes ~5 s here).
+    # Tests of the cap itself set or remove the variable.
+    os.environ.setdefault(CAP_ENV, str(TEST_REPLY_TOKENS))
+
+
+HEAVY = ("model", "server", "browser", "ray")
+"""The markers of tests that load a model, start a server, a browser or a Ray cluster."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Under xdist (-n, pyproject's default) these run one after another on one worker:
+    # llama.cpp's threads wait on each other by spinning, so two model runs (or a model
+    # beside Ray) on two cores slow each other 10-45x. The other tests share the cores.
+    for item in items:
+        if any(item.get_closest_marker(name) for name in HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
 
 
 @pytest.fixture(scope="session")
@@ -35,12 +56,23 @@ def smollm2_path() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2(smollm2_path: Path):
-    """The bare in-process backend (no cache) on the sequential path (concurrency 1), whose
+    """The bare in-process backend (no cache, no reply cap) on the sequential path (concurrency 1), whose
     seeds and prefix reuse are exact; test_batched covers the batched default. Loaded once
     for the whole session."""
     from veriloop.models import load_backend
+    from veriloop.models.counting import innermost
 
-    return load_backend("smollm2-135m", concurrency=1)
+    return innermost(load_backend("smollm2-135m", concurrency=1))
+
+
+@pytest.fixture(scope="session")
+def smollm2_capped(smollm2):
+    """SmolLM2 as every command the suite starts runs it: replies cut at TEST_REPLY_TOKENS
+    (the VERILOOP_MAX_REPLY_TOKENS set above), under the identity that names the cap, so
+    what a test's own run calls is replayed by a command it starts, and the other way round."""
+    from veriloop.models.capped import CappedModel
+
+    return CappedModel(smollm2, TEST_REPLY_TOKENS)
 
 
 @pytest.fixture(scope="session")

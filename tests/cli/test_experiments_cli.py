@@ -8,10 +8,11 @@ import csv
 import json
 
 import pytest
-from helpers import ISSUE_EXAMPLE, assert_one_line_error, veriloop, veriloop_process
+from helpers import ISSUE_EXAMPLE, TEST_REPLY_TOKENS, assert_one_line_error, veriloop, veriloop_process
 from servers import SECRET
 
 from veriloop.experiment.runner import load_trajectories
+from veriloop.models.capped import capped_identity
 from veriloop.models.packs import PACKS
 
 
@@ -174,4 +175,5 @@ def test_a_run_directory_records_the_whole_resolved_spec(tmp_path) -> None:
             [s["spec"] for s in spec["strategies"]], spec["models"]["main"]["threads"]) == (
         "smollm2-135m", "game24", 1, [0], ["standard"], 2)
     assert config["veriloop_version"] == "0.1.0"
-    assert config["model_identity"] == PACKS["smollm2-135m"].sha256
+    # The suite's reply cap (helpers.TEST_REPLY_TOKENS) is part of the model's identity.
+    assert config["model_identity"] == capped_identity(PACKS["smollm2-135m"].sha256, TEST_REPLY_TOKENS)

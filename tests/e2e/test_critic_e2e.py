@@ -49,14 +49,14 @@ def calls(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("task", sorted(DATA))
-def test_every_condition_runs_and_records_its_tool_calls(task, smollm2, shared_data, tmp_path, monkeypatch, calls):
+def test_every_condition_runs_and_records_its_tool_calls(task, smollm2_capped, shared_data, tmp_path, monkeypatch, calls):
     monkeypatch.setenv("VERILOOP_HOME", str(tmp_path / "home"))
     rel, conditions = DATA[task]
     source = str(shared_data / rel)
     domain = get_domain(task)
     (instance,) = domain.load_instances(source, n=1)
     tools = build_toolbox(ToolSettings(cache_path=tmp_path / "tools.sqlite"), domain, source)
-    model = CachedModel(smollm2, CallCache(calls))
+    model = CachedModel(smollm2_capped, CallCache(calls))
     strategies = [parse_strategy(spec, {"k": CRITIC.k, "max_corrections": MAX_CORRECTIONS}) for _, spec in conditions]
     result = asyncio.run(run_experiment(model, domain, strategies, [instance], tmp_path / "run", tools=tools))
     model.cache.close()

@@ -64,10 +64,10 @@ def test_reproduce_selfcheck_on_two_questions_writes_everything_and_resumes(tmp_
     assert (out / "selfcheck.md").read_text() == md
 
 
-def test_selfcheck_verifier_drives_backprompt(tmp_path, shared_data, smollm2):
+def test_selfcheck_verifier_drives_backprompt(tmp_path, shared_data, smollm2_capped):
     domain = get_domain("gsm8k-cot")
     (instance,) = domain.load_instances(str(shared_data / "gsm8k" / "test.jsonl"), n=1)
-    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+    model = CachedModel(smollm2_capped, CallCache(tmp_path / "calls.sqlite"))
     strategy = parse_strategy("backprompt:verifier=selfcheck@0.9,max_rounds=2")
     asyncio.run(run_experiment(model, domain, [strategy], [instance], tmp_path / "run"))
     (t,) = load_trajectories(tmp_path / "run" / "trajectories.jsonl")
@@ -93,10 +93,10 @@ def test_selfcheck_verifier_drives_backprompt(tmp_path, shared_data, smollm2):
     assert redo == [domain.feedback(instance, r.verdict, "first") for r in t.rounds[:-1]]
 
 
-def test_mathqa_file_with_the_selfcheck_strategy(tmp_path, smollm2):
+def test_mathqa_file_with_the_selfcheck_strategy(tmp_path, smollm2_capped):
     domain = get_domain("mathqa")
     (instance,) = domain.load_instances(str(FIXTURE), n=1)
-    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+    model = CachedModel(smollm2_capped, CallCache(tmp_path / "calls.sqlite"))
     strategy = parse_strategy("selfcheck:n=2,max_steps=2")
     result = asyncio.run(run_experiment(model, domain, [strategy], [instance], tmp_path / "run"))
     (t,) = load_trajectories(tmp_path / "run" / "trajectories.jsonl")

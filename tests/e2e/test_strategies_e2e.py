@@ -129,10 +129,10 @@ def expected_prompts(t: Trajectory, strategy: Strategy, domain, instance) -> lis
     return prompts
 
 
-def _run(smollm2, out_dir, db, specs=SPECS, n=2):
+def _run(smollm2_capped, out_dir, db, specs=SPECS, n=2):
     domain = get_domain("game24")
     instances = domain.load_instances(None, n=n)
-    model = CachedModel(smollm2, CallCache(db))
+    model = CachedModel(smollm2_capped, CallCache(db))
     strategies = [parse_strategy(s) for s in specs]
     result = asyncio.run(run_experiment(model, domain, strategies, instances, out_dir, seed=0))
     model.cache.close()
@@ -141,9 +141,9 @@ def _run(smollm2, out_dir, db, specs=SPECS, n=2):
 
 
 @pytest.fixture(scope="module")
-def first_run(smollm2, tmp_path_factory):
+def first_run(smollm2_capped, tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
-    result, strategies = _run(smollm2, root / "run", root / "calls.sqlite")
+    result, strategies = _run(smollm2_capped, root / "run", root / "calls.sqlite")
     return root, result, strategies
 
 
@@ -190,16 +190,16 @@ def test_summary_has_the_required_fields(first_run):
         assert row["stop_reasons"] == dict(Counter(t.stop_reason for t in ts))
 
 
-def test_rerun_of_a_finished_run_makes_no_model_call(first_run, smollm2):
+def test_rerun_of_a_finished_run_makes_no_model_call(first_run, smollm2_capped):
     root, first, _ = first_run
-    result, _ = _run(smollm2, root / "run", root / "calls.sqlite")
+    result, _ = _run(smollm2_capped, root / "run", root / "calls.sqlite")
     assert result.backend_calls == 0 and result.new_trajectories == 0
     assert [s.accuracy for s in result.summaries] == [s.accuracy for s in first.summaries]
 
 
-def test_fresh_run_dir_replays_every_call_from_the_cache(first_run, smollm2):
+def test_fresh_run_dir_replays_every_call_from_the_cache(first_run, smollm2_capped):
     root, first, _ = first_run
-    result, _ = _run(smollm2, root / "replay", root / "calls.sqlite")
+    result, _ = _run(smollm2_capped, root / "replay", root / "calls.sqlite")
     assert result.backend_calls == 0 and result.new_trajectories == len(SPECS) * 2
     old = {t.key: t for t in load_trajectories(root / "run" / "trajectories.jsonl")}
     for t in load_trajectories(root / "replay" / "trajectories.jsonl"):
@@ -207,7 +207,7 @@ def test_fresh_run_dir_replays_every_call_from_the_cache(first_run, smollm2):
         assert all(c.cached for c in t.calls)
 
 
-def test_interrupted_run_resumes_only_the_missing_work(first_run, smollm2, tmp_path):
+def test_interrupted_run_resumes_only_the_missing_work(first_run, smollm2_capped, tmp_path):
     root, _, strategies = first_run
     lines = (root / "run" / "trajectories.jsonl").read_text().splitlines(keepends=True)
     partial = tmp_path / "partial"
@@ -217,14 +217,14 @@ def test_interrupted_run_resumes_only_the_missing_work(first_run, smollm2, tmp_p
     # trajectories run again, not the model's replies; a fresh cache took 40 s).
     cache = tmp_path / "calls.sqlite"
     shutil.copyfile(root / "calls.sqlite", cache)
-    result, _ = _run(smollm2, partial, cache)
+    result, _ = _run(smollm2_capped, partial, cache)
     assert result.backend_calls == 0
     assert result.reused_trajectories == 5
     assert result.new_trajectories == len(SPECS) * 2 - 5
     assert len(load_trajectories(partial / "trajectories.jsonl")) == len(SPECS) * 2
 
 
-def test_out_dir_of_another_model_is_refused(first_run, smollm2, tmp_path):
+def test_out_dir_of_another_model_is_refused(first_run, smollm2_capped, tmp_path):
     from veriloop.errors import VeriloopError
 
     root, _, _ = first_run
@@ -237,8 +237,8 @@ def test_out_dir_of_another_model_is_refused(first_run, smollm2, tmp_path):
     # The same name with other weights: the message tells them apart by the identity (a file
     # hash by its start, any other identity in full).
     with pytest.raises(VeriloopError, match=rf"{other} holds a run made with model smollm2-135m \(some-other-model\), "
-                       rf"not smollm2-135m \({smollm2.identity[:12]}\): .* Choose another output directory"):
-        asyncio.run(run_experiment(smollm2, get_domain("game24"), [], [], other))
+                       rf"not smollm2-135m \({smollm2_capped.identity[:12]}\|max_reply_tokens=64\): .* Choose another output directory"):
+        asyncio.run(run_experiment(smollm2_capped, get_domain("game24"), [], [], other))
 
 
 def test_a_users_own_model_class_runs_in_the_same_loops(smollm2_path, tmp_path):
@@ -306,10 +306,10 @@ MYSTERY_REPLY = '(feast a b)\n{"correct": false, "errors": ["a is not craved by 
 
 
 @pytest.mark.parametrize("domain_name", ["coloring", "blocksworld", "mystery_blocksworld"])
-def test_every_strategy_and_feedback_level_runs_on_every_domain(domain_name, smollm2, tmp_path):
+def test_every_strategy_and_feedback_level_runs_on_every_domain(domain_name, smollm2_capped, tmp_path):
     domain = get_domain(domain_name)
     instances = domain.load_instances(None, n=1)
-    backend = SameReply(MYSTERY_REPLY) if domain_name == "mystery_blocksworld" else smollm2
+    backend = SameReply(MYSTERY_REPLY) if domain_name == "mystery_blocksworld" else smollm2_capped
     model = CachedModel(backend, CallCache(tmp_path / "calls.sqlite"))
     strategies = [parse_strategy(s) for s in ALL_LEVELS]
     result = asyncio.run(run_experiment(model, domain, strategies, instances, tmp_path / "run"))

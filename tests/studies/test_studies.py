@@ -74,10 +74,10 @@ def test_accuracy_by_round_counts_as_if_the_loop_timed_out_there():
 
 
 @pytest.mark.model
-def test_verification_study_judges_every_candidate_and_resumes(smollm2, tmp_path):
+def test_verification_study_judges_every_candidate_and_resumes(smollm2_capped, tmp_path):
     domain = get_domain("game24")
     instances = domain.load_instances(None, n=1)
-    model = CachedModel(smollm2, CallCache(tmp_path / "calls.sqlite"))
+    model = CachedModel(smollm2_capped, CallCache(tmp_path / "calls.sqlite"))
     items = asyncio.run(run_verification_study(model, domain, instances, tmp_path / "study"))
     kinds = {(i.kind, i.note.split()[0] if i.note else "") for i in items}
     assert {("correct", ""), ("ablated", "operator"), ("ablated", "number"), ("random", ""), ("llm", "")} <= kinds

@@ -21,6 +21,7 @@ from ..experiment.budget import BudgetReached
 from ..experiment.runner import cancel_and_wait, run_episode
 from ..models.base import Completion, GenParams, Model, TokenLogprob
 from ..models.cache import call_key, generate_missing
+from ..models.counting import innermost
 from ..records import Message, Trajectory
 from ..tools.base import Toolbox
 from .jobs import JobSpec, ModelRecipe, ShardStopped
@@ -155,14 +156,16 @@ class ModelWorker:
 
         return {"name": self.model.name, "backend": self.model.backend, "identity": self.model.identity,
                 "preferred_concurrency": self.model.preferred_concurrency, "pid": os.getpid(),
-                "scores": hasattr(self.model, "score"),
+                # The backend under any wrapper (a reply cap) scores, as locally.
+                "scores": hasattr(innermost(self.model), "score"),
                 "node": ray.get_runtime_context().get_node_id()}
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[dict[str, Any]]:
         return [c.to_json() for c in await self.model.generate(messages, params)]
 
     async def score(self, messages: list[Message], continuation: str) -> list[TokenLogprob]:
-        scored: list[TokenLogprob] = await self.model.score(messages, continuation)  # type: ignore[attr-defined]
+        scorer: Any = innermost(self.model)
+        scored: list[TokenLogprob] = await scorer.score(messages, continuation)
         return scored
 
     async def run_shard(

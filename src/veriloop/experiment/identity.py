@@ -72,7 +72,8 @@ def _describe(key: str, config: Mapping[str, object]) -> str:
         # A weight file's sha256 means nothing to a reader; the model's name does.
         # A server model's identity (name@URL) is read whole.
         name = config.get("model") or config.get("model_name")
-        shown = str(value)[:12] if re.fullmatch(r"[0-9a-f]{64}", str(value)) else str(value)
+        # A weight file's hash is cut to its first 12 digits, a reply cap after it kept.
+        shown = re.sub(r"^([0-9a-f]{12})[0-9a-f]{52}(?=$|\|)", r"\1", str(value))
         return f"{name} ({shown})" if name else str(value)
     if key.endswith("sha256") and isinstance(value, str):
         return value[:12]

@@ -16,6 +16,7 @@ from ..paths import default_cache_path
 from ..records import Message
 from .base import Completion, GenParams, Model, TokenLogprob
 from .cache import CachedModel, CallCache
+from .capped import CappedModel, with_cap
 from .function import FunctionModel
 from .packs import DEFAULT_MODEL, PACKS, file_identity, verified_pack_path
 from .settings import SERVER_PREFIX, ModelSettings
@@ -40,8 +41,10 @@ def _gguf_path(spec: str) -> Path:
 def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **settings: Any) -> Model:
     """The bare backend of a model, without the cache: `model` is its id or its
     ModelSettings, `settings` more of them by field name (threads, context, concurrency,
-    base_url, deployment, retry_budget, stall_timeout, attempt_timeout, max_reply_bytes:
-    see ModelSettings for each). `api_key`: a server model's key (never a setting)."""
+    base_url, deployment, retry_budget, stall_timeout, attempt_timeout, max_reply_bytes,
+    max_reply_tokens: see ModelSettings for each). `api_key`: a server model's key (never a
+    setting). Under a reply cap (max_reply_tokens, or $VERILOOP_MAX_REPLY_TOKENS) the
+    backend comes inside a capped.CappedModel."""
     chosen = ModelSettings.of(model, **settings)
     if chosen.id is None:
         raise VeriloopError("a model to load needs its id: a pack, a .gguf path or openai/<model>")
@@ -49,10 +52,10 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
     if chosen.is_server:
         from .openai_compat import OpenAICompatModel
 
-        return OpenAICompatModel(
+        return with_cap(OpenAICompatModel(
             model_id.removeprefix(SERVER_PREFIX), base_url=chosen.base_url, api_key=api_key,
             concurrency=chosen.concurrency or 8, **chosen.server_settings(),
-        )
+        ), chosen.max_reply_tokens)
     chosen.check_applies()
     spec = model_id.removeprefix("llamacpp/")
     if spec in PACKS:
@@ -73,7 +76,7 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
     backend = LlamaCppModel(path, identity=identity, name=name, threads=chosen.threads, **context)
     if chosen.concurrency is not None:
         backend.preferred_concurrency = chosen.concurrency
-    return backend
+    return with_cap(backend, chosen.max_reply_tokens)
 
 
 def load_model(
@@ -124,7 +127,9 @@ def as_model(
     for none. `settings`: the model's settings by name, as ModelSettings' fields
     (models/settings.py says each one and its default). `concurrency` overrides how many
     trajectories may use the model at once. `threads` and `context`: a local (llama.cpp)
-    model's threads and context size. For a server model (an `openai/` id or a client):
+    model's threads and context size. `max_reply_tokens`: the most tokens any one reply
+    may have (a model loaded by id takes $VERILOOP_MAX_REPLY_TOKENS when it is not given).
+    For a server model (an `openai/` id or a client):
     `base_url`, `deployment` (its name in the cache identity instead of the base URL, so
     several URLs of one deployment share cached answers), `retry_budget` (seconds its
     faults are retried, default 120), and the limits after which an attempt is abandoned
@@ -165,6 +170,8 @@ def as_model(
         )
     if concurrency is not None:
         backend.preferred_concurrency = concurrency
+    if chosen.max_reply_tokens is not None and not isinstance(spec, str):  # load_backend capped a model id
+        backend = CappedModel(backend, chosen.max_reply_tokens)
     if cache is False:
         return backend  # type: ignore[no-any-return]
     if not getattr(backend, "identity", None):

@@ -55,6 +55,10 @@ class ModelSettings(BaseModel):
     context: int | None = Field(None, ge=128, description="A local (llama.cpp) model's context size in tokens.")
     threads: int | None = Field(None, ge=1, description=(
         "Threads of a local (llama.cpp) model (default $VERILOOP_THREADS, else the CPU count)."))
+    max_reply_tokens: int | None = Field(None, ge=1, description=(
+        "The most tokens any one reply may have: a call asking for more gets this many (default "
+        "$VERILOOP_MAX_REPLY_TOKENS, else no cap). For quick, cheap runs; the capped model is another model to the "
+        "call cache and to run directories."))
 
     @field_serializer("base_url")
     def _recorded_url(self, value: str | None, info: SerializationInfo) -> str | None:
