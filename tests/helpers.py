@@ -21,7 +21,7 @@ from veriloop.records import Trajectory
 ROOT = Path(__file__).resolve().parents[1]
 """The project's root (README.md, run.sh, src/)."""
 SHARED_DATA = ROOT.parent / "shared" / "data"
-TEST_REPLY_TOKENS = 64
+TEST_REPLY_TOKENS = 32
 """The reply cap (VERILOOP_MAX_REPLY_TOKENS) conftest.py sets for the whole suite."""
 """The papers' data files beside the project (the `shared_data` fixture skips without them)."""
 TEST_DATA = Path(__file__).resolve().parent / "data"

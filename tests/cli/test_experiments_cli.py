@@ -99,9 +99,12 @@ n = 1
 
 
 @pytest.mark.model
-@pytest.mark.server
-def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path, server, smollm2_path) -> None:
-    (tmp_path / "e2e.toml").write_text(E2E.replace("URL", server))
+def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path, instant_server, smollm2_path) -> None:
+    # The server generator and the judge are the scripted server (what is checked here is the
+    # bookkeeping of cells, roles, tokens and prices); the real server runs this experiment's
+    # shape in tests/cluster/test_ray.py, the judge included.
+    base_url = instant_server[instant_server.index("--base-url") + 1]
+    (tmp_path / "e2e.toml").write_text(E2E.replace("URL", base_url))
     env = {"E2E_KEY": SECRET}
     first = veriloop_process("eval", "e2e.toml", "--out", "exp", "--cache", "calls.sqlite", env=env, cwd=tmp_path, timeout=1800)
     assert first.returncode == 0, first.stderr

@@ -9,6 +9,7 @@ import shutil
 from collections import Counter
 
 import pytest
+from helpers import TEST_REPLY_TOKENS
 from scripted import SameReply
 
 from veriloop.domains import get_domain
@@ -237,7 +238,8 @@ def test_out_dir_of_another_model_is_refused(first_run, smollm2_capped, tmp_path
     # The same name with other weights: the message tells them apart by the identity (a file
     # hash by its start, any other identity in full).
     with pytest.raises(VeriloopError, match=rf"{other} holds a run made with model smollm2-135m \(some-other-model\), "
-                       rf"not smollm2-135m \({smollm2_capped.identity[:12]}\|max_reply_tokens=64\): .* Choose another output directory"):
+                       rf"not smollm2-135m \({smollm2_capped.identity[:12]}\|max_reply_tokens={TEST_REPLY_TOKENS}\): .* "
+                       r"Choose another output directory"):
         asyncio.run(run_experiment(smollm2_capped, get_domain("game24"), [], [], other))
 
 
