@@ -206,7 +206,12 @@ EXAMPLES: dict[str, Example] = {
     # The LLM as verifier; the self-verification paper.
     "study verification": Example(add=f"{MODEL} -n 1",
                                   writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),
-    "reproduce self-verification": Example(
+    "--recorded ../shared/data/self_verification_outputs": Example(
+        prints=("72.4% (362/500)", "0 backend calls; tables in runs/reproduce-self-verification-recorded/"),
+        writes=("runs/reproduce-self-verification-recorded/table2.md",
+                "runs/reproduce-self-verification-recorded/reproduction.json"),
+    ),
+    "reproduce self-verification --instances": Example(
         add=f"{MODEL} --instances 1 --max-rounds 1 --domains game24",
         writes=tuple(f"runs/reproduce-self-verification-{SMALL}-n1-seed0/{name}"
                      for name in ("table1.md", "table2.md", "figure2.png", "reproduction.json")),

@@ -110,6 +110,11 @@ def self_verification(
     executor: Opt.Executor = "local",
     address: Opt.Address = None,
     shard_size: Opt.ShardSize = None,
+    recorded: Annotated[Path | None, typer.Option(
+        help="Instead of running a model: the authors' released GPT-4 runs (the folder self_verification_outputs). "
+        "Writes table2.md (Table 2's colouring row beside the paper's, and veriloop's verifier against the "
+        "authors' evaluation) and reproduction.json; no model call. The colouring graphs come from --data-root.",
+    )] = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
     colouring, Blocksworld and Mystery Blocksworld, its verification study (Tables 2, A2),
@@ -120,6 +125,20 @@ def self_verification(
     eval --list shows where it is) with each option given as a --set: the cells are under
     OUT/main/DOMAIN/CONDITION-seedS/."""
     from ..experiment.spec import overrides
+
+    if recorded is not None:
+        given = {"--model": model, "--instances": instances, "--verification-instances": verification_instances,
+                 "--max-rounds": max_rounds, "--domains": domains, "--seed": seed, "--set": set_,
+                 "--dry-run": dry_run or None, "--base-url": base_url, "--executor": None if executor == "local" else 1}
+        extra = [name for name, value in given.items() if value]
+        if extra:
+            raise VeriloopError(f"{extra[0]} goes with a model run; --recorded makes no model call")
+        from ..reproduce.recorded import reproduce_recorded
+
+        target = out_dir or Path("runs") / "reproduce-self-verification-recorded"
+        table = reproduce_recorded(recorded, (data_root or Path("../shared/data")) / "graph_coloring", target)
+        _show(target, table.name, 0, "tables")
+        return
 
     sets: list[str | Override] = [*overrides({
         **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,

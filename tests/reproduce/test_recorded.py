@@ -1,0 +1,80 @@
+"""The self-verification paper's Table 2 colouring row from the authors' released GPT-4
+runs (reproduce/recorded.py), on the shared data, with no model call."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers import assert_one_line_error, the_error, veriloop
+
+from veriloop.reproduce.recorded import ISOLATED, KINDS, color_verification
+from veriloop.studies.verification import score_verifier
+
+# The "correct" candidates that leave a vertex without edges uncoloured: the authors count
+# them correct, veriloop's verifier asks a colour of every vertex of the graph.
+UNCOLOURED_ISOLATED = [14, 29, 44, 49, 50, 76, 82, 91, 93]
+
+
+@pytest.fixture(scope="module")
+def judged(shared_data):
+    return color_verification(shared_data / "self_verification_outputs", shared_data / "graph_coloring")
+
+
+def test_table_2_colouring_row_is_the_papers_exactly(judged):
+    items, _ = judged
+    score = score_verifier(items)
+    assert (score.n, score.n - score.false_positives - score.false_negatives) == (500, 362)
+    assert (score.false_positives, score.negatives, score.false_negatives, score.positives) == (25, 382, 113, 118)
+    assert (round(100 * score.accuracy, 1), round(100 * score.false_positive_rate, 1),
+            round(100 * score.false_negative_rate, 1)) == (72.4, 6.5, 95.8)
+    assert [sum(i.kind == kind for i in items) for kind in KINDS] == [100] * 5
+    # GPT-4 accepted 2 correct colourings, and 15 of its own earlier answers (18 of them right).
+    assert [(sum(i.judged_ok for i in items if i.kind == k), sum(i.truth for i in items if i.kind == k))
+            for k in KINDS] == [(2, 100), (5, 0), (5, 0), (3, 0), (15, 18)]
+
+
+def test_every_disagreement_of_the_verifier_with_the_authors_is_an_uncoloured_isolated_vertex(judged):
+    _, disagreements = judged
+    assert [(d.kind, d.instance_id, d.authors, d.veriloop, d.cause) for d in disagreements] == [
+        ("correct", f"coloring-instance-{k}", True, False, ISOLATED) for k in UNCOLOURED_ISOLATED
+    ]
+
+
+def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
+    proc = veriloop("reproduce", "self-verification", "--recorded", str(shared_data / "self_verification_outputs"),
+                    "--data-root", str(shared_data), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    table = (tmp_path / "out" / "table2.md").read_text()
+    assert "| veriloop, from the authors' GPT-4 runs | 72.4% (362/500) | 6.5% (25/382) | 95.8% (113/118) |" in table
+    assert "| the paper | 72.4% | 6.5% | 95.8% |" in table
+    assert table.count(ISOLATED) == len(UNCOLOURED_ISOLATED)
+    payload = json.loads((tmp_path / "out" / "reproduction.json").read_text())
+    assert payload["table2"]["coloring"]["paper"] == {"accuracy": 72.4, "false_positive_rate": 6.5,
+                                                      "false_negative_rate": 95.8}
+    assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25
+    assert len(payload["disagreements"]) == len(UNCOLOURED_ISOLATED)
+    assert proc.stdout.splitlines()[-1] == f"0 backend calls; tables in {tmp_path / 'out'}/"
+
+
+def test_a_model_option_with_recorded_runs_is_one_line(tmp_path, shared_data):
+    proc = veriloop("reproduce", "self-verification", "--recorded", str(shared_data / "self_verification_outputs"),
+                    "--model", "smollm2-135m", "--out", str(tmp_path / "out"))
+    assert_one_line_error(proc, "--model goes with a model run; --recorded makes no model call")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_or_broken_recorded_folder_is_one_line_naming_it(tmp_path, shared_data):
+    missing = veriloop("reproduce", "self-verification", "--recorded", str(tmp_path / "nowhere"),
+                       "--data-root", str(shared_data), "--out", str(tmp_path / "out"))
+    assert the_error(missing) == (f"error: --recorded {tmp_path / 'nowhere'}: no such folder; give the folder "
+                                  "self_verification_outputs")
+    copy = tmp_path / "copy"
+    shutil.copytree(shared_data / "self_verification_outputs" / "color_verification",
+                    copy / "color_verification")
+    broken = copy / "color_verification" / "gpt-4" / "random" / "responses.json"
+    broken.write_text(broken.read_text()[:500])
+    proc = veriloop("reproduce", "self-verification", "--recorded", str(copy), "--data-root", str(shared_data),
+                    "--out", str(tmp_path / "out"))
+    assert the_error(proc).startswith(f"error: {broken}: not the authors' JSON (")
