@@ -208,7 +208,7 @@ EXAMPLES: dict[str, Example] = {
                                   writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),
     "--recorded ../shared/data/self_verification_outputs": Example(
         prints=("72.4% (362/500)", "0 backend calls; tables in runs/reproduce-self-verification-recorded/"),
-        writes=("runs/reproduce-self-verification-recorded/table2.md",
+        writes=("runs/reproduce-self-verification-recorded/table1.md", "runs/reproduce-self-verification-recorded/table2.md",
                 "runs/reproduce-self-verification-recorded/reproduction.json"),
     ),
     "reproduce self-verification --instances": Example(

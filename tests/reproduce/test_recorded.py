@@ -1,5 +1,5 @@
-"""The self-verification paper's Table 2 colouring row from the authors' released GPT-4
-runs (reproduce/recorded.py), on the shared data, with no model call."""
+"""The self-verification paper's Tables 1 and 2 colouring rows from the authors' released
+GPT-4 runs (reproduce/recorded.py), on the shared data, with no model call."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import shutil
 import pytest
 from helpers import assert_one_line_error, the_error, veriloop
 
-from veriloop.reproduce.recorded import ISOLATED, KINDS, color_verification
+from veriloop.reproduce.recorded import (
+    EXTRA_VERTEX,
+    ISOLATED,
+    KINDS,
+    PROMPT_REPEATED,
+    WORD_COLOURS,
+    color_table1,
+    color_verification,
+)
 from veriloop.studies.verification import score_verifier
 
 # The "correct" candidates that leave a vertex without edges uncoloured: the authors count
@@ -42,6 +50,25 @@ def test_every_disagreement_of_the_verifier_with_the_authors_is_an_uncoloured_is
     ]
 
 
+def test_table_1_colouring_row_by_veriloops_verifier_and_by_the_authors_verdicts(shared_data):
+    cells = color_table1(shared_data / "self_verification_outputs", shared_data / "graph_coloring")
+    assert [(c.label, c.veriloop, c.authors, c.n) for c in cells] == [
+        ("S.P.", 16, 16, 100), ("LLM+LLM", 1, 1, 100), ("Sound B.F.", 38, 36, 100), ("Sound F.E.F.", 38, 38, 100),
+        ("Sound A.E.F.", 35, 35, 100), ("Sampling k=15", 39, 40, 100),
+    ]
+    # Every recorded answer the two checkers judge otherwise, with the convention behind it.
+    causes = {c.label: sorted((d.cause, d.instance_id, d.authors) for d in c.disagreements) for c in cells}
+    assert causes == {
+        "S.P.": [], "Sound F.E.F.": [], "Sound A.E.F.": [],
+        "LLM+LLM": sorted([(WORD_COLOURS, "coloring-instance-14", True), (WORD_COLOURS, "coloring-instance-46", True)]
+                          + [(WORD_COLOURS, "coloring-instance-84", True)] * 4),
+        "Sound B.F.": [(PROMPT_REPEATED, "coloring-instance-7", False), (PROMPT_REPEATED, "coloring-instance-8", False)],
+        "Sampling k=15": sorted([(EXTRA_VERTEX, "coloring-instance-82", True)] * 7
+                                + [(WORD_COLOURS, f"coloring-instance-{k}", True) for k in (7, 28, 35, 42, 59, 71)]
+                                + [(WORD_COLOURS, "coloring-instance-82", True)] * 3),
+    }
+
+
 def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     proc = veriloop("reproduce", "self-verification", "--recorded", str(shared_data / "self_verification_outputs"),
                     "--data-root", str(shared_data), "--out", str(tmp_path / "out"))
@@ -50,9 +77,13 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert "| veriloop, from the authors' GPT-4 runs | 72.4% (362/500) | 6.5% (25/382) | 95.8% (113/118) |" in table
     assert "| the paper | 72.4% | 6.5% | 95.8% |" in table
     assert table.count(ISOLATED) == len(UNCOLOURED_ISOLATED)
+    table1 = (tmp_path / "out" / "table1.md").read_text()
+    assert "| veriloop's verifier | 16% | 1% | 38% | 38% | 35% | 39% |" in table1
+    assert "| the authors' stored verdicts | 16% | 1% | 36% | 38% | 35% | 40% |" in table1
+    assert "| the paper | 16% | 2% | 38% | 37% | 34% | 40% |" in table1
     payload = json.loads((tmp_path / "out" / "reproduction.json").read_text())
-    assert payload["table2"]["coloring"]["paper"] == {"accuracy": 72.4, "false_positive_rate": 6.5,
-                                                      "false_negative_rate": 95.8}
+    assert payload["table2"]["coloring"]["paper"] == {"accuracy": "72.4%", "false_positive_rate": "6.5%",
+                                                      "false_negative_rate": "95.8%"}
     assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25
     assert len(payload["disagreements"]) == len(UNCOLOURED_ISOLATED)
     assert proc.stdout.splitlines()[-1] == f"0 backend calls; tables in {tmp_path / 'out'}/"
@@ -71,8 +102,12 @@ def test_a_missing_or_broken_recorded_folder_is_one_line_naming_it(tmp_path, sha
     assert the_error(missing) == (f"error: --recorded {tmp_path / 'nowhere'}: no such folder; give the folder "
                                   "self_verification_outputs")
     copy = tmp_path / "copy"
-    shutil.copytree(shared_data / "self_verification_outputs" / "color_verification",
-                    copy / "color_verification")
+    shutil.copytree(shared_data / "self_verification_outputs" / "color_verification", copy / "color_verification")
+    lost = copy / "graph_coloring" / "gpt-4" / "standard" / "responses.json"
+    proc = veriloop("reproduce", "self-verification", "--recorded", str(copy), "--data-root", str(shared_data),
+                    "--out", str(tmp_path / "out"))
+    assert the_error(proc) == f"error: {lost}: not found; --recorded names the folder self_verification_outputs"
+    shutil.copytree(shared_data / "self_verification_outputs" / "graph_coloring", copy / "graph_coloring")
     broken = copy / "color_verification" / "gpt-4" / "random" / "responses.json"
     broken.write_text(broken.read_text()[:500])
     proc = veriloop("reproduce", "self-verification", "--recorded", str(copy), "--data-root", str(shared_data),

@@ -22,7 +22,13 @@ from veriloop.tools.sandbox import PythonTool, SandboxLimits, program_from_text,
 
 QUICK = SandboxLimits(wall_seconds=3, cpu_seconds=2)
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux")
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux"),
+    # One at a time, on one xdist worker: every sandboxed program runs as uid 65534, whose
+    # 64 processes (RLIMIT_NPROC counts per uid) the fork bomb below uses up while it runs,
+    # so a test forking beside it got EAGAIN (a fresh clone's run on two workers).
+    pytest.mark.xdist_group("sandbox"),
+]
 
 
 def _processes_with(marker: str) -> list[int]:

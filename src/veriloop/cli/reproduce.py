@@ -112,8 +112,8 @@ def self_verification(
     shard_size: Opt.ShardSize = None,
     recorded: Annotated[Path | None, typer.Option(
         help="Instead of running a model: the authors' released GPT-4 runs (the folder self_verification_outputs). "
-        "Writes table2.md (Table 2's colouring row beside the paper's, and veriloop's verifier against the "
-        "authors' evaluation) and reproduction.json; no model call. The colouring graphs come from --data-root.",
+        "Writes table1.md and table2.md (their graph colouring rows beside the paper's, and veriloop's verifier "
+        "against the authors' evaluation) and reproduction.json; no model call. The colouring graphs come from --data-root.",
     )] = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph
@@ -136,8 +136,12 @@ def self_verification(
         from ..reproduce.recorded import reproduce_recorded
 
         target = out_dir or Path("runs") / "reproduce-self-verification-recorded"
-        table = reproduce_recorded(recorded, (data_root or Path("../shared/data")) / "graph_coloring", target)
-        _show(target, table.name, 0, "tables")
+        *first, last = reproduce_recorded(recorded, (data_root or Path("../shared/data")) / "graph_coloring", target)
+        from ..report import print_markdown
+
+        for table in first:
+            print_markdown(out, table.read_text())
+        _show(target, last.name, 0, "tables")
         return
 
     sets: list[str | Override] = [*overrides({

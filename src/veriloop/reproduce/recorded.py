@@ -29,16 +29,20 @@ from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..studies.verification import JudgedItem, VerifierScore
+from .self_verification import PAPER_TABLE1, PAPER_TABLE2
 
 KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
 """The candidate kinds of the released colour-verification run, in the paper's order."""
 ACCEPTED = "Verifier confirmed success"
 CANDIDATE_START = "Please check if this coloring is correct:"
 CANDIDATE_END = "If it is, say"
-# Table 2 of the paper, graph colouring, GPT-4 as verifier: accuracy, false positive rate,
-# false negative rate (%).
-PAPER_TABLE2_COLORING = (72.4, 6.5, 95.8)
+# Why veriloop's verifier and the authors' checker judge an answer otherwise: their conventions.
 ISOLATED = "isolated vertices left uncoloured: the authors' checker asks a colour only of vertices with an edge"
+WORD_COLOURS = ("colours named in words (Red, Blue, ...): the authors' checker compares colours as strings, "
+                "veriloop reads numbered colours")
+EXTRA_VERTEX = "a colour for a vertex the graph does not have: the authors' checker ignores it, veriloop refuses it"
+PROMPT_REPEATED = ("the reply repeats the prompt before its colouring: the authors' checker rejects it, veriloop "
+                   "reads the colouring")
 
 
 @dataclass(frozen=True)
@@ -108,18 +112,28 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
             verdict = domain.verify(instance, candidate)
             if verdict.ok != bool(truth):
                 disagreements.append(Disagreement(kind, instance.id, bool(truth), verdict.ok,
-                                                  _cause(instance, verdict)))
+                                                  _cause(instance, verdict, candidate)))
     return items, disagreements
 
 
-def _cause(instance: Instance, verdict: Any) -> str:
-    """Why veriloop's verdict differs from the authors', from the verdict's own errors."""
+def _cause(instance: Instance, verdict: Any, answer: str) -> str:
+    """Why veriloop's verdict of `answer` differs from the authors', read from the verdict's
+    own errors: one of the conventions below, else the verdict's messages."""
+    if verdict.ok:
+        return PROMPT_REPEATED if "is connected to vertex" in answer else "veriloop accepts what the authors reject"
     touched = {v for edge in instance.data["edges"] for v in edge}
     isolated = set(range(instance.data["n"])) - touched
+    kinds = {e.kind for e in verdict.errors}
     missing = {int(e.where) for e in verdict.errors if e.kind == "missing_vertex" and e.where is not None}
-    if verdict.errors and all(e.kind == "missing_vertex" for e in verdict.errors) and missing <= isolated:
+    if kinds == {"missing_vertex"} and missing <= isolated:
         return ISOLATED
-    return "; ".join(e.message for e in verdict.errors) or "veriloop accepts what the authors' evaluation rejects"
+    if kinds == {"malformed"}:
+        (error,) = verdict.errors
+        if error.where is None:
+            return WORD_COLOURS
+        if error.where.isdigit() and int(error.where) >= instance.data["n"]:
+            return EXTRA_VERTEX
+    return "; ".join(e.message for e in verdict.errors)
 
 
 def table2_coloring(score: VerifierScore) -> str:
@@ -135,7 +149,7 @@ def table2_coloring(score: VerifierScore) -> str:
         "|---|---:|---:|---:|",
         "| veriloop, from the authors' GPT-4 runs | " + " | ".join(
             f"{value:.1f}% ({count})" for value, count in zip(ours, counts)) + " |",
-        "| the paper | " + " | ".join(f"{value:.1f}%" for value in PAPER_TABLE2_COLORING) + " |",
+        "| the paper | " + " | ".join(PAPER_TABLE2["coloring"]) + " |",
         "",
     ]
     return "\n".join(lines)
@@ -162,26 +176,132 @@ def agreement_table(items: list[JudgedItem], disagreements: list[Disagreement]) 
 
 
 
-def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> Path:
-    """Write what the recorded runs give into `out_dir`: table2.md (Table 2's colouring row
-    beside the paper's, then veriloop's verifier against the authors' evaluation) and
-    reproduction.json (the same figures and every disagreement). Returns table2.md's path."""
+# Table 1's colouring conditions in the released run: (the paper's column, the folder, how
+# the condition's answer is read from its attempts). "first": one answer; "any": a sound
+# verifier stops the loop (or picks among the samples) at the first correct one; "last":
+# the LLM judge stopped the loop, so its last answer is the answer.
+TABLE1_CONDITIONS = (
+    ("S.P.", "standard", "first"),
+    ("LLM+LLM", "backprompting-llm", "last"),
+    ("Sound B.F.", "backprompting-passfail", "any"),
+    ("Sound F.E.F.", "backprompting-first", "any"),
+    ("Sound A.E.F.", "backprompting-full", "any"),
+    ("Sampling k=15", "backprompting-15top1", "any"),
+)
+TABLE1_GRAPHS = range(1, 101)  # the paper's 100 graphs (the standard run holds 200)
+
+
+@dataclass(frozen=True)
+class Table1Cell:
+    """One condition of Table 1 from the recorded answers: how many of the 100 graphs it
+    solved by the authors' stored verdicts and by veriloop's verifier, and every recorded
+    answer the two judge otherwise."""
+
+    label: str
+    authors: int
+    veriloop: int
+    n: int
+    disagreements: list[Disagreement]
+
+
+def _answer_keys(record: dict[str, Any]) -> list[str]:
+    """A record's answers in order: `response`, then `response 0`, `response 1`, ... (the
+    other keys are prompts, feedback and critiques)."""
+    numbered = sorted((int(key.split()[1]), key) for key in record
+                      if key.startswith("response ") and key.split()[1].isdigit())
+    return (["response"] if "response" in record else []) + [key for _, key in numbered]
+
+
+def _solved(verdicts: list[bool], rule: str) -> bool:
+    if not verdicts:
+        return False
+    return verdicts[0] if rule == "first" else verdicts[-1] if rule == "last" else any(verdicts)
+
+
+def color_table1(recorded: Path, graphs: Path) -> list[Table1Cell]:
+    """Table 1's colouring row from GPT-4's recorded answers on graphs 1-100, each
+    condition scored by the authors' stored verdicts and by veriloop's sound verifier."""
+    domain = get_domain("coloring")
+    loaded: dict[str, Instance] = {}
+    cells = []
+    for label, folder_name, rule in TABLE1_CONDITIONS:
+        folder = recorded / "graph_coloring" / "gpt-4" / folder_name
+        responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
+        authors = ours = 0
+        disagreements: list[Disagreement] = []
+        for number in TABLE1_GRAPHS:
+            key = str(number)
+            if key not in responses or key not in evaluations:
+                raise VeriloopError(f"{folder / 'responses.json'}: graph {key} is not recorded")
+            if key not in loaded:
+                loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+            instance = loaded[key]
+            keys = _answer_keys(responses[key])
+            stored = [bool(evaluations[key].get(k)) for k in keys]
+            verdicts = [domain.verify(instance, responses[key][k]) for k in keys]
+            for k, verdict, theirs in zip(keys, verdicts, stored):
+                if verdict.ok != theirs:
+                    disagreements.append(Disagreement(label, instance.id, theirs, verdict.ok,
+                                                      _cause(instance, verdict, responses[key][k])))
+            authors += _solved(stored, rule)
+            ours += _solved([v.ok for v in verdicts], rule)
+        cells.append(Table1Cell(label, authors, ours, len(TABLE1_GRAPHS), disagreements))
+    return cells
+
+
+def table1_coloring(cells: list[Table1Cell]) -> str:
+    """Table 1's colouring row from the recorded runs, beside the paper's."""
+    labels = [cell.label for cell in cells]
+    lines = [
+        "## Table 1: GPT-4 on graph colouring, graphs 1-100 (recorded runs)",
+        "",
+        "| scored by | " + " | ".join(labels) + " |",
+        "|---|" + "---:|" * len(labels),
+        "| veriloop's verifier | " + " | ".join(f"{c.veriloop}%" for c in cells) + " |",
+        "| the authors' stored verdicts | " + " | ".join(f"{c.authors}%" for c in cells) + " |",
+        "| the paper | " + " | ".join(PAPER_TABLE1["coloring"][label] for label in labels) + " |",
+        "",
+        "Answers veriloop's verifier judges otherwise than the authors' stored verdicts, by cause:",
+        "",
+        "| condition | answers | cause |",
+        "|---|---:|---|",
+    ]
+    for cell in cells:
+        causes: dict[str, int] = {}
+        for d in cell.disagreements:
+            causes[d.cause] = causes.get(d.cause, 0) + 1
+        lines += [f"| {cell.label} | {count} | {cause} |" for cause, count in sorted(causes.items())]
+    return "\n".join(lines) + "\n"
+
+
+def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path]:
+    """Write what the recorded runs give into `out_dir`: table1.md (Table 1's colouring row,
+    by veriloop's verifier and by the authors' verdicts, beside the paper's), table2.md
+    (Table 2's colouring row beside the paper's, then veriloop's verifier against the
+    authors' evaluation) and reproduction.json (the same figures and every disagreement).
+    Returns the tables' paths."""
     from ..files import write_file
     from ..studies.verification import score_verifier
 
     if not recorded.is_dir():
         raise VeriloopError(f"--recorded {recorded}: no such folder; give the folder self_verification_outputs")
+    cells = color_table1(recorded, graphs)
     items, disagreements = color_verification(recorded, graphs)
     score = score_verifier(items)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = out_dir / "table2.md"
-    write_file(table, table2_coloring(score) + "\n" + agreement_table(items, disagreements))
+    tables = [out_dir / "table1.md", out_dir / "table2.md"]
+    write_file(tables[0], table1_coloring(cells))
+    write_file(tables[1], table2_coloring(score) + "\n" + agreement_table(items, disagreements))
     payload = {
         "recorded": str(recorded),
+        "table1": {"coloring": {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
+                                          "paper": PAPER_TABLE1["coloring"][c.label],
+                                          "disagreements": [d.__dict__ for d in c.disagreements]}
+                                for c in cells}},
         "table2": {"coloring": {"veriloop": score.model_dump(mode="json"),
                                 "paper": dict(zip(("accuracy", "false_positive_rate", "false_negative_rate"),
-                                                  PAPER_TABLE2_COLORING))}},
+                                                  PAPER_TABLE2["coloring"]))}},
         "disagreements": [d.__dict__ for d in disagreements],
     }
     write_file(out_dir / "reproduction.json", json.dumps(payload, indent=2) + "\n")
-    return table
+    return tables
