@@ -10,6 +10,7 @@ import pytest
 from helpers import assert_one_line_error, the_error, veriloop
 
 from veriloop.reproduce.recorded import (
+    ANSWER_MARKER,
     EXTRA_VERTEX,
     ISOLATED,
     KINDS,
@@ -17,6 +18,7 @@ from veriloop.reproduce.recorded import (
     WORD_COLOURS,
     color_table1,
     color_verification,
+    game24_table1,
 )
 from veriloop.studies.verification import score_verifier
 
@@ -69,6 +71,19 @@ def test_table_1_colouring_row_by_veriloops_verifier_and_by_the_authors_verdicts
     }
 
 
+def test_table_1_game24_row_from_the_older_recorded_run(shared_data):
+    cells = game24_table1(shared_data / "self_verification_outputs")
+    assert [(c.label, c.veriloop, c.authors, c.n) for c in cells] == [
+        ("S.P.", 17, 17, 100), ("LLM+LLM", 36, 36, 97), ("Sound B.F.", 61, 61, 100), ("Sound F.E.F.", 71, 71, 100),
+        ("Sampling k=15", 53, 50, 100),
+    ]
+    # The only disagreements: samples ending in "[ANSWER END]", malformed to the authors' reader.
+    assert [(c.label, len(c.disagreements), {d.cause for d in c.disagreements}) for c in cells if c.disagreements] == [
+        ("Sampling k=15", 19, {ANSWER_MARKER})
+    ]
+    assert all(d.veriloop and not d.authors for d in cells[-1].disagreements)
+
+
 def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     proc = veriloop("reproduce", "self-verification", "--recorded", str(shared_data / "self_verification_outputs"),
                     "--data-root", str(shared_data), "--out", str(tmp_path / "out"))
@@ -81,7 +96,9 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert "| veriloop's verifier | 16% | 1% | 38% | 38% | 35% | 39% |" in table1
     assert "| the authors' stored verdicts | 16% | 1% | 36% | 38% | 35% | 40% |" in table1
     assert "| the paper | 16% | 2% | 38% | 37% | 34% | 40% |" in table1
+    assert "| veriloop's verifier | 17% | 37% (36/97) | 61% | 71% | 53% |" in table1
     payload = json.loads((tmp_path / "out" / "reproduction.json").read_text())
+    assert payload["table1"]["game24"]["Sampling k=15"]["authors"] == 50
     assert payload["table2"]["coloring"]["paper"] == {"accuracy": "72.4%", "false_positive_rate": "6.5%",
                                                       "false_negative_rate": "95.8%"}
     assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25
@@ -107,7 +124,8 @@ def test_a_missing_or_broken_recorded_folder_is_one_line_naming_it(tmp_path, sha
     proc = veriloop("reproduce", "self-verification", "--recorded", str(copy), "--data-root", str(shared_data),
                     "--out", str(tmp_path / "out"))
     assert the_error(proc) == f"error: {lost}: not found; --recorded names the folder self_verification_outputs"
-    shutil.copytree(shared_data / "self_verification_outputs" / "graph_coloring", copy / "graph_coloring")
+    for part in ("graph_coloring", "game24"):
+        shutil.copytree(shared_data / "self_verification_outputs" / part, copy / part)
     broken = copy / "color_verification" / "gpt-4" / "random" / "responses.json"
     broken.write_text(broken.read_text()[:500])
     proc = veriloop("reproduce", "self-verification", "--recorded", str(copy), "--data-root", str(shared_data),

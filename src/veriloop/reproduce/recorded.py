@@ -21,6 +21,8 @@ Invariants:
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,48 +220,100 @@ def _solved(verdicts: list[bool], rule: str) -> bool:
     return verdicts[0] if rule == "first" else verdicts[-1] if rule == "last" else any(verdicts)
 
 
-def color_table1(recorded: Path, graphs: Path) -> list[Table1Cell]:
-    """Table 1's colouring row from GPT-4's recorded answers on graphs 1-100, each
-    condition scored by the authors' stored verdicts and by veriloop's sound verifier."""
-    domain = get_domain("coloring")
-    loaded: dict[str, Instance] = {}
+def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, str], ...],
+            keys_of: Callable[[dict[str, Any]], list[str]], instance_of: Callable[[str, dict[str, Any]], Instance],
+            domain: Any, cause: Callable[[Instance, Any, str, Any], str]) -> list[Table1Cell]:
+    """A Table 1 row from recorded answers: for each (label, folder, rule) condition, the
+    instances `keys_of` its responses names, each answer judged by the authors' stored
+    verdict and by `domain`'s verifier, disagreements explained by `cause`."""
     cells = []
-    for label, folder_name, rule in TABLE1_CONDITIONS:
-        folder = recorded / "graph_coloring" / "gpt-4" / folder_name
+    for label, folder_name, rule in conditions:
+        folder = folder_of(folder_name)
         responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
         authors = ours = 0
         disagreements: list[Disagreement] = []
-        for number in TABLE1_GRAPHS:
-            key = str(number)
+        numbers = keys_of(responses)
+        for key in numbers:
             if key not in responses or key not in evaluations:
-                raise VeriloopError(f"{folder / 'responses.json'}: graph {key} is not recorded")
-            if key not in loaded:
-                loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
-            instance = loaded[key]
+                raise VeriloopError(f"{folder / 'responses.json'}: instance {key} is not recorded with its evaluation")
+            instance = instance_of(key, responses[key])
             keys = _answer_keys(responses[key])
             stored = [bool(evaluations[key].get(k)) for k in keys]
             verdicts = [domain.verify(instance, responses[key][k]) for k in keys]
             for k, verdict, theirs in zip(keys, verdicts, stored):
                 if verdict.ok != theirs:
-                    disagreements.append(Disagreement(label, instance.id, theirs, verdict.ok,
-                                                      _cause(instance, verdict, responses[key][k])))
+                    disagreements.append(Disagreement(label, instance.id, theirs, verdict.ok, cause(
+                        instance, verdict, responses[key][k], evaluations[key].get(f"{k} eval"))))
             authors += _solved(stored, rule)
             ours += _solved([v.ok for v in verdicts], rule)
-        cells.append(Table1Cell(label, authors, ours, len(TABLE1_GRAPHS), disagreements))
+        cells.append(Table1Cell(label, authors, ours, len(numbers), disagreements))
     return cells
 
 
-def table1_coloring(cells: list[Table1Cell]) -> str:
-    """Table 1's colouring row from the recorded runs, beside the paper's."""
+def color_table1(recorded: Path, graphs: Path) -> list[Table1Cell]:
+    """Table 1's colouring row from GPT-4's recorded answers on graphs 1-100, each
+    condition scored by the authors' stored verdicts and by veriloop's sound verifier."""
+    domain = get_domain("coloring")
+    loaded: dict[str, Instance] = {}
+
+    def graph(key: str, record: dict[str, Any]) -> Instance:
+        if key not in loaded:
+            loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+        return loaded[key]
+
+    return _table1(lambda name: recorded / "graph_coloring" / "gpt-4" / name, TABLE1_CONDITIONS,
+                   lambda responses: [str(n) for n in TABLE1_GRAPHS], graph, domain,
+                   lambda instance, verdict, answer, stored: _cause(instance, verdict, answer))
+
+
+GAME24_CONDITIONS = (
+    ("S.P.", "standard", "first"),
+    ("LLM+LLM", "backprompting-llm", "last"),
+    ("Sound B.F.", "backprompting-passfail", "any"),
+    ("Sound F.E.F.", "backprompting-first", "any"),
+    ("Sampling k=15", "backprompting-15top1", "any"),
+)
+ANSWER_MARKER = ("the reply ends with a marker ([ANSWER END]) the authors' reader keeps: they count it malformed, "
+                 "veriloop reads the expression")
+PUZZLE = re.compile(r"Input: ([0-9 ]+)\n")
+
+
+def game24_table1(recorded: Path) -> list[Table1Cell]:
+    """Table 1's Game of 24 row from GPT-4's recorded answers (an older run than the
+    paper's, on the puzzles ranked 1-100 where the paper's are 901-1000), each condition
+    scored by the authors' stored verdicts and by veriloop's verifier."""
+    domain = get_domain("game24")
+
+    def puzzle(key: str, record: dict[str, Any]) -> Instance:
+        found = PUZZLE.search(str(record.get("query", "")))
+        if found is None:
+            raise VeriloopError(f"game24 instance {key}: its prompt does not name the four numbers (Input: a b c d)")
+        return domain.parse_instance({"instance": found.group(1).strip()})
+
+    def cause(instance: Instance, verdict: Any, answer: str, stored: Any) -> str:
+        if verdict.ok and stored == "malformed" and "[ANSWER END]" in answer:
+            return ANSWER_MARKER
+        return "; ".join(e.message for e in verdict.errors) or "veriloop accepts what the authors reject"
+
+    return _table1(lambda name: recorded / "game24" / "gpt-4" / name, GAME24_CONDITIONS,
+                   lambda responses: sorted(responses, key=lambda k: (len(k), k)), puzzle, domain, cause)
+
+
+def table1_rows(domain: str, cells: list[Table1Cell], title: str) -> str:
+    """A Table 1 row from the recorded runs, beside the paper's."""
     labels = [cell.label for cell in cells]
+
+    def pct(k: int, n: int) -> str:
+        return f"{k}%" if n == 100 else f"{100 * k / n:.0f}% ({k}/{n})"
+
     lines = [
-        "## Table 1: GPT-4 on graph colouring, graphs 1-100 (recorded runs)",
+        f"## Table 1: {title}",
         "",
         "| scored by | " + " | ".join(labels) + " |",
         "|---|" + "---:|" * len(labels),
-        "| veriloop's verifier | " + " | ".join(f"{c.veriloop}%" for c in cells) + " |",
-        "| the authors' stored verdicts | " + " | ".join(f"{c.authors}%" for c in cells) + " |",
-        "| the paper | " + " | ".join(PAPER_TABLE1["coloring"][label] for label in labels) + " |",
+        "| veriloop's verifier | " + " | ".join(pct(c.veriloop, c.n) for c in cells) + " |",
+        "| the authors' stored verdicts | " + " | ".join(pct(c.authors, c.n) for c in cells) + " |",
+        "| the paper | " + " | ".join(PAPER_TABLE1[domain][label] for label in labels) + " |",
         "",
         "Answers veriloop's verifier judges otherwise than the authors' stored verdicts, by cause:",
         "",
@@ -271,12 +325,15 @@ def table1_coloring(cells: list[Table1Cell]) -> str:
         for d in cell.disagreements:
             causes[d.cause] = causes.get(d.cause, 0) + 1
         lines += [f"| {cell.label} | {count} | {cause} |" for cause, count in sorted(causes.items())]
+    if not any(cell.disagreements for cell in cells):
+        lines.append("| (none) | 0 | |")
     return "\n".join(lines) + "\n"
 
 
 def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path]:
-    """Write what the recorded runs give into `out_dir`: table1.md (Table 1's colouring row,
-    by veriloop's verifier and by the authors' verdicts, beside the paper's), table2.md
+    """Write what the recorded runs give into `out_dir`: table1.md (Table 1's colouring and
+    Game of 24 rows, by veriloop's verifier and by the authors' verdicts, beside the
+    paper's), table2.md
     (Table 2's colouring row beside the paper's, then veriloop's verifier against the
     authors' evaluation) and reproduction.json (the same figures and every disagreement).
     Returns the tables' paths."""
@@ -285,19 +342,22 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
 
     if not recorded.is_dir():
         raise VeriloopError(f"--recorded {recorded}: no such folder; give the folder self_verification_outputs")
-    cells = color_table1(recorded, graphs)
+    rows = {"coloring": color_table1(recorded, graphs), "game24": game24_table1(recorded)}
     items, disagreements = color_verification(recorded, graphs)
     score = score_verifier(items)
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = [out_dir / "table1.md", out_dir / "table2.md"]
-    write_file(tables[0], table1_coloring(cells))
+    write_file(tables[0], table1_rows("coloring", rows["coloring"], "GPT-4 on graph colouring, graphs 1-100 "
+                                      "(recorded runs)") + "\n" + table1_rows(
+        "game24", rows["game24"], "GPT-4 on Game of 24 (an older recorded run, on the puzzles ranked 1-100, the "
+        "easiest: the paper's are ranked 901-1000)"))
     write_file(tables[1], table2_coloring(score) + "\n" + agreement_table(items, disagreements))
     payload = {
         "recorded": str(recorded),
-        "table1": {"coloring": {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
-                                          "paper": PAPER_TABLE1["coloring"][c.label],
-                                          "disagreements": [d.__dict__ for d in c.disagreements]}
-                                for c in cells}},
+        "table1": {domain: {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
+                                      "paper": PAPER_TABLE1[domain][c.label],
+                                      "disagreements": [d.__dict__ for d in c.disagreements]}
+                            for c in cells} for domain, cells in rows.items()},
         "table2": {"coloring": {"veriloop": score.model_dump(mode="json"),
                                 "paper": dict(zip(("accuracy", "false_positive_rate", "false_negative_rate"),
                                                   PAPER_TABLE2["coloring"]))}},
