@@ -58,6 +58,11 @@ def test_table_1_colouring_row_by_veriloops_verifier_and_by_the_authors_verdicts
         ("S.P.", 16, 16, 100), ("LLM+LLM", 1, 1, 100), ("Sound B.F.", 38, 36, 100), ("Sound F.E.F.", 38, 38, 100),
         ("Sound A.E.F.", 35, 35, 100), ("Sampling k=15", 39, 40, 100),
     ]
+    # Figure 2's lines: solved had each loop stopped after n attempts (LLM+LLM: the answer of round n).
+    by_label = {c.label: c.by_attempts for c in cells}
+    assert by_label["Sound B.F."] == [13, 15, 19, 21, 23, 26, 27, 27, 30, 30, 32, 32, 35, 35, 38, 38]
+    assert by_label["LLM+LLM"] == [16, 7, 5, 5, 2, 3, 4, 0, 4, 3, 2, 1, 2, 3, 0, 1]
+    assert (by_label["S.P."], len(by_label["Sampling k=15"]), by_label["Sampling k=15"][-1]) == ([16], 15, 39)
     # Every recorded answer the two checkers judge otherwise, with the convention behind it.
     causes = {c.label: sorted((d.cause, d.instance_id, d.authors) for d in c.disagreements) for c in cells}
     assert causes == {
@@ -99,6 +104,8 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert "| veriloop's verifier | 17% | 37% (36/97) | 61% | 71% | 53% |" in table1
     payload = json.loads((tmp_path / "out" / "reproduction.json").read_text())
     assert payload["table1"]["game24"]["Sampling k=15"]["authors"] == 50
+    assert payload["table1"]["game24"]["Sound F.E.F."]["by_attempts"][:3] == [11, 28, 38]
+    assert (tmp_path / "out" / "figure2.png").stat().st_size > 10_000
     assert payload["table2"]["coloring"]["paper"] == {"accuracy": "72.4%", "false_positive_rate": "6.5%",
                                                       "false_negative_rate": "95.8%"}
     assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25

@@ -31,7 +31,7 @@ from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..studies.verification import JudgedItem, VerifierScore
-from .self_verification import PAPER_TABLE1, PAPER_TABLE2
+from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 
 KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
 """The candidate kinds of the released colour-verification run, in the paper's order."""
@@ -204,6 +204,10 @@ class Table1Cell:
     veriloop: int
     n: int
     disagreements: list[Disagreement]
+    # By veriloop's verifier, the instances solved had the loop stopped after 1, 2, ...
+    # attempts (the paper's Figure 2): a sound verifier's loop or pick by then, LLM+LLM's
+    # answer of that round.
+    by_attempts: list[int]
 
 
 def _answer_keys(record: dict[str, Any]) -> list[str]:
@@ -232,6 +236,7 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
         responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
         authors = ours = 0
         disagreements: list[Disagreement] = []
+        runs: list[list[bool]] = []
         numbers = keys_of(responses)
         for key in numbers:
             if key not in responses or key not in evaluations:
@@ -246,7 +251,11 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
                         instance, verdict, responses[key][k], evaluations[key].get(f"{k} eval"))))
             authors += _solved(stored, rule)
             ours += _solved([v.ok for v in verdicts], rule)
-        cells.append(Table1Cell(label, authors, ours, len(numbers), disagreements))
+            runs.append([v.ok for v in verdicts])
+        longest = max((len(run) for run in runs), default=0)
+        by_attempts = [sum(_solved(run[:n] if rule != "last" else run[:min(n, len(run))], rule) for run in runs)
+                       for n in range(1, longest + 1)]
+        cells.append(Table1Cell(label, authors, ours, len(numbers), disagreements, by_attempts))
     return cells
 
 
@@ -333,7 +342,7 @@ def table1_rows(domain: str, cells: list[Table1Cell], title: str) -> str:
 def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path]:
     """Write what the recorded runs give into `out_dir`: table1.md (Table 1's colouring and
     Game of 24 rows, by veriloop's verifier and by the authors' verdicts, beside the
-    paper's), table2.md
+    paper's), figure2.png (accuracy had each loop stopped after n attempts), table2.md
     (Table 2's colouring row beside the paper's, then veriloop's verifier against the
     authors' evaluation) and reproduction.json (the same figures and every disagreement).
     Returns the tables' paths."""
@@ -352,10 +361,13 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
         "game24", rows["game24"], "GPT-4 on Game of 24 (an older recorded run, on the puzzles ranked 1-100, the "
         "easiest: the paper's are ranked 901-1000)"))
     write_file(tables[1], table2_coloring(score) + "\n" + agreement_table(items, disagreements))
+    curves = {domain: {c.label: [k / c.n for k in c.by_attempts] for c in cells if len(c.by_attempts) > 1}
+              for domain, cells in rows.items()}
+    plot_figure2(out_dir / "figure2.png", curves, "GPT-4, the authors' recorded runs")
     payload = {
         "recorded": str(recorded),
         "table1": {domain: {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
-                                      "paper": PAPER_TABLE1[domain][c.label],
+                                      "paper": PAPER_TABLE1[domain][c.label], "by_attempts": c.by_attempts,
                                       "disagreements": [d.__dict__ for d in c.disagreements]}
                             for c in cells} for domain, cells in rows.items()},
         "table2": {"coloring": {"veriloop": score.model_dump(mode="json"),

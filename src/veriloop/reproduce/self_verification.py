@@ -283,17 +283,25 @@ def plot_figure2(path: Path, curves: dict[str, dict[str, list[float]]], model: s
     from matplotlib.ticker import MaxNLocator
 
     domains = list(curves)
+    # One colour per condition in every panel (a panel without a condition would shift the
+    # others' colours), and the legend lists them all.
+    labels = list(dict.fromkeys(label for domain in domains for label in curves[domain]))
+    colour = {label: f"C{i % 10}" for i, label in enumerate(labels)}
     fig, axes = plt.subplots(1, max(1, len(domains)), figsize=(4.2 * max(1, len(domains)), 3.6), sharey=True, squeeze=False)
     for ax, domain in zip(axes[0], domains):
         for label, ys in curves[domain].items():
-            ax.plot(range(1, len(ys) + 1), [100 * y for y in ys], marker="o", markersize=3, label=label)
+            ax.plot(range(1, len(ys) + 1), [100 * y for y in ys], marker="o", markersize=3, label=label,
+                    color=colour[label])
         ax.set_title(domain)
         ax.set_xlabel("backprompts (rounds)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("% solved")
-    axes[0][-1].legend(fontsize=7, loc="upper left")
+    handles = [matplotlib.lines.Line2D([], [], color=colour[label], marker="o", markersize=3, label=label)
+               for label in labels]
+    if handles:
+        axes[0][-1].legend(handles=handles, fontsize=7, loc="upper left")
     fig.suptitle(f"Accuracy vs number of backprompts ({model})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
