@@ -210,6 +210,7 @@ EXAMPLES: dict[str, Example] = {
         prints=("72.4% (362/500)", "0 backend calls; tables in runs/reproduce-self-verification-recorded/"),
         writes=("runs/reproduce-self-verification-recorded/table1.md", "runs/reproduce-self-verification-recorded/table2.md",
                 "runs/reproduce-self-verification-recorded/figure2.png",
+                "runs/reproduce-self-verification-recorded/critique.md",
                 "runs/reproduce-self-verification-recorded/reproduction.json"),
     ),
     "reproduce self-verification --instances": Example(

@@ -18,6 +18,7 @@ from veriloop.reproduce.recorded import (
     WORD_COLOURS,
     color_table1,
     color_verification,
+    critique_table,
     game24_table1,
 )
 from veriloop.studies.verification import score_verifier
@@ -43,6 +44,19 @@ def test_table_2_colouring_row_is_the_papers_exactly(judged):
     # GPT-4 accepted 2 correct colourings, and 15 of its own earlier answers (18 of them right).
     assert [(sum(i.judged_ok for i in items if i.kind == k), sum(i.truth for i in items if i.kind == k))
             for k in KINDS] == [(2, 100), (5, 0), (5, 0), (3, 0), (15, 18)]
+
+
+def test_table_a4_from_the_authors_evaluation_is_the_papers_and_veriloops_reader_is_beside_it(judged, shared_data):
+    items, _ = judged
+    rows = critique_table(shared_data / "self_verification_outputs", shared_data / "graph_coloring", items)
+    # The paper's vertex / edge / both / errors / correct columns ("none" is defined otherwise there).
+    assert [(r.kind, *r.authors, r.errors, r.correct) for r in rows] == [
+        ("correct", 29, 72, 7, 0, 100), ("ablated", 24, 52, 5, 187, 0), ("non-optimal", 18, 65, 3, 0, 0),
+        ("random", 10, 26, 5, 736, 0), ("llm", 26, 41, 6, 240, 18),
+    ]
+    # veriloop's critique reader finds fewer hallucinations; 35 of the 500 replies it reads otherwise.
+    assert [r.veriloop for r in rows] == [(24, 71, 1), (20, 51, 3), (14, 63, 1), (8, 22, 4), (23, 38, 2)]
+    assert [len(r.read_otherwise) for r in rows] == [9, 7, 7, 6, 6]
 
 
 def test_every_disagreement_of_the_verifier_with_the_authors_is_an_uncoloured_isolated_vertex(judged):
@@ -106,6 +120,9 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert payload["table1"]["game24"]["Sampling k=15"]["authors"] == 50
     assert payload["table1"]["game24"]["Sound F.E.F."]["by_attempts"][:3] == [11, 28, 38]
     assert (tmp_path / "out" / "figure2.png").stat().st_size > 10_000
+    assert "| random | 10 | 26 | 5 | 736 | 0 | 8 / 22 / 4 | 6 | 10 / 26 / 5 / 736 / 0 |" in (
+        tmp_path / "out" / "critique.md").read_text()
+    assert payload["table_a4"]["llm"]["authors"] == {"vertex": 26, "edge": 41, "both": 6}
     assert payload["table2"]["coloring"]["paper"] == {"accuracy": "72.4%", "false_positive_rate": "6.5%",
                                                       "false_negative_rate": "95.8%"}
     assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25

@@ -30,7 +30,7 @@ from typing import Any
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
-from ..studies.verification import JudgedItem, VerifierScore
+from ..studies.verification import JudgedItem, VerifierScore, studied_domain
 from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 
 KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
@@ -176,6 +176,79 @@ def agreement_table(items: list[JudgedItem], disagreements: list[Disagreement]) 
                      f"{'correct' if d.veriloop else 'wrong'} | {d.cause} |")
     return "\n".join(lines) + "\n"
 
+
+
+PAPER_TABLE_A4 = {  # kind: (vertex, edge, both, errors, correct), the paper's Table A4 ("none" left out)
+    "correct": (29, 72, 7, 0, 100), "ablated": (24, 52, 5, 187, 0), "non-optimal": (18, 65, 3, 0, 0),
+    "random": (10, 26, 5, 736, 0), "llm": (26, 41, 6, 240, 18),
+}
+
+
+@dataclass(frozen=True)
+class CritiqueRow:
+    """Table A4 for one kind of candidate: GPT-4's replies that hallucinate a vertex colour,
+    an edge, or both, as the authors' stored evaluation counts them and as veriloop's
+    critique reader (the coloring domain's critique_report) counts them; the erroneous
+    edges of the candidates and how many candidates are correct."""
+
+    kind: str
+    authors: tuple[int, int, int]
+    veriloop: tuple[int, int, int]
+    errors: int
+    correct: int
+    read_otherwise: list[str]  # instances whose reply veriloop's reader counts otherwise
+
+
+def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> list[CritiqueRow]:
+    """Table A4 from the recorded verification replies (the items color_verification gives)."""
+    domain = get_domain("coloring")
+    reader = studied_domain(domain)
+    loaded: dict[str, Instance] = {}
+    rows = []
+    for kind in KINDS:
+        evaluations = _read_json(recorded / "color_verification" / "gpt-4" / kind / "evaluations.json")
+        authors = [0, 0, 0]
+        ours = [0, 0, 0]
+        errors = correct = 0
+        otherwise = []
+        for item in (i for i in items if i.kind == kind):
+            key = item.instance_id.removeprefix("coloring-instance-")
+            if key not in loaded:
+                loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+            stored = evaluations[key]
+            theirs = (stored.get("vertex color hallucination", 0) > 0, stored.get("edge hallucination", 0) > 0)
+            report = reader.critique_report(loaded[key], item.candidate, item.reply)
+            mine = (report["wrong_vertex_colours"] > 0, report["hallucinated_edges"] > 0)
+            for counts, (vertex, edge) in ((authors, theirs), (ours, mine)):
+                counts[0] += vertex
+                counts[1] += edge
+                counts[2] += vertex and edge
+            if mine != theirs:
+                otherwise.append(item.instance_id)
+            errors += int(stored["coloring evaluation"]["number of errors"])
+            correct += item.truth
+        rows.append(CritiqueRow(kind, (authors[0], authors[1], authors[2]), (ours[0], ours[1], ours[2]), errors,
+                                correct, otherwise))
+    return rows
+
+
+def critique_markdown(rows: list[CritiqueRow]) -> str:
+    lines = [
+        "## Table A4: hallucinations in GPT-4's critiques of colourings (recorded runs)",
+        "",
+        "Replies that state a vertex colour the candidate does not give, name an edge the graph does not have, "
+        "or both: as the authors' evaluation counts them, as veriloop's critique reader counts them, and the paper's. "
+        "Errors: the candidates' erroneous edges; correct: candidates that are right.",
+        "",
+        "| candidates | vertex | edge | both | errors | correct | veriloop's reader: vertex / edge / both | "
+        "read otherwise | paper: vertex / edge / both / errors / correct |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        paper = " / ".join(str(v) for v in PAPER_TABLE_A4[r.kind])
+        lines.append(f"| {r.kind} | {r.authors[0]} | {r.authors[1]} | {r.authors[2]} | {r.errors} | {r.correct} | "
+                     f"{' / '.join(map(str, r.veriloop))} | {len(r.read_otherwise)} | {paper} |")
+    return "\n".join(lines) + "\n"
 
 
 # Table 1's colouring conditions in the released run: (the paper's column, the folder, how
@@ -342,7 +415,8 @@ def table1_rows(domain: str, cells: list[Table1Cell], title: str) -> str:
 def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path]:
     """Write what the recorded runs give into `out_dir`: table1.md (Table 1's colouring and
     Game of 24 rows, by veriloop's verifier and by the authors' verdicts, beside the
-    paper's), figure2.png (accuracy had each loop stopped after n attempts), table2.md
+    paper's), figure2.png (accuracy had each loop stopped after n attempts), critique.md
+    (Table A4), table2.md
     (Table 2's colouring row beside the paper's, then veriloop's verifier against the
     authors' evaluation) and reproduction.json (the same figures and every disagreement).
     Returns the tables' paths."""
@@ -361,6 +435,8 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
         "game24", rows["game24"], "GPT-4 on Game of 24 (an older recorded run, on the puzzles ranked 1-100, the "
         "easiest: the paper's are ranked 901-1000)"))
     write_file(tables[1], table2_coloring(score) + "\n" + agreement_table(items, disagreements))
+    critiques = critique_table(recorded, graphs, items)
+    write_file(out_dir / "critique.md", critique_markdown(critiques))
     curves = {domain: {c.label: [k / c.n for k in c.by_attempts] for c in cells if len(c.by_attempts) > 1}
               for domain, cells in rows.items()}
     plot_figure2(out_dir / "figure2.png", curves, "GPT-4, the authors' recorded runs")
@@ -374,6 +450,11 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
                                 "paper": dict(zip(("accuracy", "false_positive_rate", "false_negative_rate"),
                                                   PAPER_TABLE2["coloring"]))}},
         "disagreements": [d.__dict__ for d in disagreements],
+        "table_a4": {r.kind: {"authors": dict(zip(("vertex", "edge", "both"), r.authors)),
+                              "veriloop": dict(zip(("vertex", "edge", "both"), r.veriloop)), "errors": r.errors,
+                              "correct": r.correct, "paper": dict(zip(("vertex", "edge", "both", "errors", "correct"),
+                                                                      PAPER_TABLE_A4[r.kind])),
+                              "read_otherwise": r.read_otherwise} for r in critiques},
     }
     write_file(out_dir / "reproduction.json", json.dumps(payload, indent=2) + "\n")
     return tables
