@@ -15,10 +15,12 @@ from veriloop.reproduce.recorded import (
     ISOLATED,
     KINDS,
     PROMPT_REPEATED,
+    SECOND_TRY,
     WORD_COLOURS,
     color_table1,
     color_verification,
     critique_table,
+    game24_0613_table1,
     game24_table1,
 )
 from veriloop.studies.verification import score_verifier
@@ -101,6 +103,18 @@ def test_table_1_game24_row_from_the_older_recorded_run(shared_data):
         ("Sampling k=15", 19, {ANSWER_MARKER})
     ]
     assert all(d.veriloop and not d.authors for d in cells[-1].disagreements)
+
+
+def test_the_gpt_4_0613_game24_runs_by_veriloops_verifier_and_the_authors_verdicts(shared_data):
+    cells = game24_0613_table1(shared_data / "self_verification_outputs")
+    # The binary-feedback run has no stored evaluation; the others agree but for one reply.
+    assert [(c.label, c.veriloop, c.authors, c.n, len(c.by_attempts)) for c in cells] == [
+        ("Sound B.F.", 61, None, 100, 25), ("Sound, earlier answers listed", 65, 65, 100, 25),
+        ("Sampling, temperature 1", 64, 64, 100, 50),
+    ]
+    assert [(d.kind, d.instance_id, d.authors, d.veriloop, d.cause) for c in cells for d in c.disagreements] == [
+        ("Sound, earlier answers listed", "game24-1-1-3-6", False, True, SECOND_TRY)
+    ]
 
 
 def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):

@@ -273,7 +273,7 @@ class Table1Cell:
     answer the two judge otherwise."""
 
     label: str
-    authors: int
+    authors: int | None  # None: the run has no stored evaluation
     veriloop: int
     n: int
     disagreements: list[Disagreement]
@@ -357,6 +357,8 @@ GAME24_CONDITIONS = (
 )
 ANSWER_MARKER = ("the reply ends with a marker ([ANSWER END]) the authors' reader keeps: they count it malformed, "
                  "veriloop reads the expression")
+SECOND_TRY = ("the reply drops a first expression and gives another: the authors read the first (malformed), "
+              "veriloop the last")
 PUZZLE = re.compile(r"Input: ([0-9 ]+)\n")
 
 
@@ -367,18 +369,78 @@ def game24_table1(recorded: Path) -> list[Table1Cell]:
     domain = get_domain("game24")
 
     def puzzle(key: str, record: dict[str, Any]) -> Instance:
-        found = PUZZLE.search(str(record.get("query", "")))
-        if found is None:
-            raise VeriloopError(f"game24 instance {key}: its prompt does not name the four numbers (Input: a b c d)")
-        return domain.parse_instance({"instance": found.group(1).strip()})
+        return _puzzle(domain, key, str(record.get("query", "")))
 
     def cause(instance: Instance, verdict: Any, answer: str, stored: Any) -> str:
-        if verdict.ok and stored == "malformed" and "[ANSWER END]" in answer:
-            return ANSWER_MARKER
-        return "; ".join(e.message for e in verdict.errors) or "veriloop accepts what the authors reject"
+        return _game24_cause(verdict, answer, stored)
 
     return _table1(lambda name: recorded / "game24" / "gpt-4" / name, GAME24_CONDITIONS,
                    lambda responses: sorted(responses, key=lambda k: (len(k), k)), puzzle, domain, cause)
+
+
+GAME24_0613_CONDITIONS = (
+    ("Sound B.F.", "backprompting-passfail"),
+    ("Sound, earlier answers listed", "backprompting-list-previous"),
+    ("Sampling, temperature 1", "backprompting-top-temp1.0"),
+)
+
+
+def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
+    """GPT-4-0613's recorded Game of 24 runs (puzzles ranked 1-100; lists of prompts and
+    answers, the authors' evaluation a list beside them, none for the binary-feedback run):
+    puzzles solved by an answer a sound verifier would stop at, by veriloop's verifier and
+    by the authors' verdicts where they stored them."""
+    domain = get_domain("game24")
+    cells = []
+    for label, folder_name in GAME24_0613_CONDITIONS:
+        folder = recorded / "game24" / "gpt-4-0613" / folder_name
+        responses = _read_json(folder / "responses.json")
+        evaluations = _read_json(folder / "evaluations.json") if (folder / "evaluations.json").exists() else None
+        authors = ours = 0
+        disagreements: list[Disagreement] = []
+        runs: list[list[bool]] = []
+        for key in sorted(responses, key=lambda k: (len(k), k)):
+            record = responses[key]
+            answers, prompts = record.get("responses"), record.get("prompts")
+            if not isinstance(answers, list) or not isinstance(prompts, list) or not prompts:
+                raise VeriloopError(f"{folder / 'responses.json'}, instance {key}: no lists of prompts and responses")
+            instance = _puzzle(domain, key, prompts[0])
+            verdicts = [domain.verify(instance, str(answer)) for answer in answers]
+            runs.append([v.ok for v in verdicts])
+            ours += any(v.ok for v in verdicts)
+            if evaluations is not None:
+                # An evaluation may cover only a run's first answers (two sampling runs here,
+                # 32 of 50 and 25 of 42): verdicts are compared where both exist.
+                entries = evaluations.get(key, [])
+                stored = [bool(e.get("correct")) for e in entries]
+                if len(stored) > len(answers):
+                    raise VeriloopError(f"{folder / 'evaluations.json'}, instance {key}: {len(stored)} verdicts for "
+                                        f"{len(answers)} responses")
+                authors += any(stored)
+                for answer, verdict, entry in zip(answers, verdicts, entries):
+                    if verdict.ok != bool(entry.get("correct")):
+                        disagreements.append(Disagreement(label, instance.id, bool(entry.get("correct")), verdict.ok,
+                                                          _game24_cause(verdict, str(answer), entry.get("eval"))))
+        longest = max((len(run) for run in runs), default=0)
+        by_attempts = [sum(any(run[:n]) for run in runs) for n in range(1, longest + 1)]
+        cells.append(Table1Cell(label, authors if evaluations is not None else None, ours, len(runs), disagreements,
+                                by_attempts))
+    return cells
+
+
+def _puzzle(domain: Any, key: str, prompt: str) -> Instance:
+    found = PUZZLE.search(prompt)
+    if found is None:
+        raise VeriloopError(f"game24 instance {key}: its prompt does not name the four numbers (Input: a b c d)")
+    return domain.parse_instance({"instance": found.group(1).strip()})  # type: ignore[no-any-return]
+
+
+def _game24_cause(verdict: Any, answer: str, stored: Any) -> str:
+    if verdict.ok and stored == "malformed" and "[ANSWER END]" in answer:
+        return ANSWER_MARKER
+    if verdict.ok and stored == "malformed" and len([line for line in answer.splitlines() if line.strip()]) > 1:
+        return SECOND_TRY
+    return "; ".join(e.message for e in verdict.errors) or "veriloop accepts what the authors reject"
 
 
 def table1_rows(domain: str, cells: list[Table1Cell], title: str) -> str:
@@ -394,8 +456,9 @@ def table1_rows(domain: str, cells: list[Table1Cell], title: str) -> str:
         "| scored by | " + " | ".join(labels) + " |",
         "|---|" + "---:|" * len(labels),
         "| veriloop's verifier | " + " | ".join(pct(c.veriloop, c.n) for c in cells) + " |",
-        "| the authors' stored verdicts | " + " | ".join(pct(c.authors, c.n) for c in cells) + " |",
-        "| the paper | " + " | ".join(PAPER_TABLE1[domain][label] for label in labels) + " |",
+        "| the authors' stored verdicts | " + " | ".join(
+            "-" if c.authors is None else pct(c.authors, c.n) for c in cells) + " |",
+        "| the paper | " + " | ".join(PAPER_TABLE1.get(domain, {}).get(label, "-") for label in labels) + " |",
         "",
         "Answers veriloop's verifier judges otherwise than the authors' stored verdicts, by cause:",
         "",
@@ -425,27 +488,31 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
 
     if not recorded.is_dir():
         raise VeriloopError(f"--recorded {recorded}: no such folder; give the folder self_verification_outputs")
-    rows = {"coloring": color_table1(recorded, graphs), "game24": game24_table1(recorded)}
+    # (key in reproduction.json, the paper's Table 1 row it sits beside, title, cells)
+    rows = [
+        ("coloring", "coloring", "GPT-4 on graph colouring, graphs 1-100 (recorded runs)", color_table1(recorded, graphs)),
+        ("game24", "game24", "GPT-4 on Game of 24 (an older recorded run, on the puzzles ranked 1-100, the easiest: "
+         "the paper's are ranked 901-1000)", game24_table1(recorded)),
+        ("game24-gpt-4-0613", "game24", "GPT-4-0613 on Game of 24, puzzles ranked 1-100 (recorded runs; a sound "
+         "verifier's loop or pick solves a puzzle when any answer is right)", game24_0613_table1(recorded)),
+    ]
     items, disagreements = color_verification(recorded, graphs)
     score = score_verifier(items)
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = [out_dir / "table1.md", out_dir / "table2.md"]
-    write_file(tables[0], table1_rows("coloring", rows["coloring"], "GPT-4 on graph colouring, graphs 1-100 "
-                                      "(recorded runs)") + "\n" + table1_rows(
-        "game24", rows["game24"], "GPT-4 on Game of 24 (an older recorded run, on the puzzles ranked 1-100, the "
-        "easiest: the paper's are ranked 901-1000)"))
+    write_file(tables[0], "\n".join(table1_rows(paper, cells, title) for _, paper, title, cells in rows))
     write_file(tables[1], table2_coloring(score) + "\n" + agreement_table(items, disagreements))
     critiques = critique_table(recorded, graphs, items)
     write_file(out_dir / "critique.md", critique_markdown(critiques))
-    curves = {domain: {c.label: [k / c.n for k in c.by_attempts] for c in cells if len(c.by_attempts) > 1}
-              for domain, cells in rows.items()}
+    curves = {key: {c.label: [k / c.n for k in c.by_attempts] for c in cells if len(c.by_attempts) > 1}
+              for key, _, _, cells in rows}
     plot_figure2(out_dir / "figure2.png", curves, "GPT-4, the authors' recorded runs")
     payload = {
         "recorded": str(recorded),
-        "table1": {domain: {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
-                                      "paper": PAPER_TABLE1[domain][c.label], "by_attempts": c.by_attempts,
-                                      "disagreements": [d.__dict__ for d in c.disagreements]}
-                            for c in cells} for domain, cells in rows.items()},
+        "table1": {key: {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,
+                                   "paper": PAPER_TABLE1[paper].get(c.label), "by_attempts": c.by_attempts,
+                                   "disagreements": [d.__dict__ for d in c.disagreements]}
+                         for c in cells} for key, paper, _, cells in rows},
         "table2": {"coloring": {"veriloop": score.model_dump(mode="json"),
                                 "paper": dict(zip(("accuracy", "false_positive_rate", "false_negative_rate"),
                                                   PAPER_TABLE2["coloring"]))}},

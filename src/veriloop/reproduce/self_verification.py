@@ -300,9 +300,11 @@ def plot_figure2(path: Path, curves: dict[str, dict[str, list[float]]], model: s
     axes[0][0].set_ylabel("% solved")
     handles = [matplotlib.lines.Line2D([], [], color=colour[label], marker="o", markersize=3, label=label)
                for label in labels]
+    # Below the panels: inside one it hides the lines that rise to its top left.
+    rows = -(-len(handles) // 4) if handles else 0
     if handles:
-        axes[0][-1].legend(handles=handles, fontsize=7, loc="upper left")
+        fig.legend(handles=handles, fontsize=7, loc="lower center", ncol=min(4, len(handles)), frameon=False)
     fig.suptitle(f"Accuracy vs number of backprompts ({model})")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06 * rows, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
