@@ -144,10 +144,12 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert proc.stdout.splitlines()[-1] == f"0 backend calls; tables in {tmp_path / 'out'}/"
 
 
-def test_a_model_option_with_recorded_runs_is_one_line(tmp_path, shared_data):
+@pytest.mark.parametrize("option", [("--model", "smollm2-135m"), ("--seed", "0"), ("--cache", "calls.sqlite"),
+                                    ("--executor", "ray"), ("--dry-run",)])
+def test_a_model_option_with_recorded_runs_is_one_line(tmp_path, shared_data, option):
     proc = veriloop("reproduce", "self-verification", "--recorded", str(shared_data / "self_verification_outputs"),
-                    "--model", "smollm2-135m", "--out", str(tmp_path / "out"))
-    assert_one_line_error(proc, "--model goes with a model run; --recorded makes no model call")
+                    *option, "--out", str(tmp_path / "out"))
+    assert_one_line_error(proc, f"{option[0]} goes with a model run; --recorded makes no model call")
     assert not (tmp_path / "out").exists()
 
 

@@ -129,8 +129,12 @@ def self_verification(
     if recorded is not None:
         given = {"--model": model, "--instances": instances, "--verification-instances": verification_instances,
                  "--max-rounds": max_rounds, "--domains": domains, "--seed": seed, "--set": set_,
-                 "--dry-run": dry_run or None, "--base-url": base_url, "--executor": None if executor == "local" else 1}
-        extra = [name for name, value in given.items() if value]
+                 "--dry-run": dry_run or None, "--base-url": base_url, "--api-key": api_key, "--cache": cache,
+                 "--threads": threads, "--deployment": deployment, "--retry-budget": retry_budget,
+                 "--stall-timeout": stall_timeout, "--attempt-timeout": attempt_timeout,
+                 "--max-reply-bytes": max_reply_bytes, "--executor": None if executor == "local" else executor,
+                 "--address": address, "--shard-size": shard_size}
+        extra = [name for name, value in given.items() if value is not None and value is not False]
         if extra:
             raise VeriloopError(f"{extra[0]} goes with a model run; --recorded makes no model call")
         from ..reproduce.recorded import reproduce_recorded

@@ -77,6 +77,19 @@ def _candidate(query: str, where: str) -> str:
     return query[start + len(CANDIDATE_START):end].strip()
 
 
+def _graph_reader(domain: Any, graphs: Path) -> Callable[[str], Instance]:
+    """Graph `instance-<key>.col` of the folder as the coloring domain's instance, each
+    read once."""
+    loaded: dict[str, Instance] = {}
+
+    def graph(key: str) -> Instance:
+        if key not in loaded:
+            loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+        return loaded[key]
+
+    return graph
+
+
 def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], list[Disagreement]]:
     """GPT-4's 500 recorded judgements of proposed colourings, as the verification study's
     items (truth: the authors' evaluation), and where veriloop's sound verifier disagrees.
@@ -90,7 +103,7 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
         and the disagreements in the same order.
     """
     domain = get_domain("coloring")
-    loaded: dict[str, Instance] = {}
+    graph = _graph_reader(domain, graphs)
     items: list[JudgedItem] = []
     disagreements: list[Disagreement] = []
     for kind in KINDS:
@@ -103,9 +116,7 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
                 truth = evaluations[key]["coloring evaluation"]["correct"]
             except (KeyError, TypeError):
                 raise VeriloopError(f"{where}: no query, response or stored evaluation") from None
-            if key not in loaded:
-                loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
-            instance = loaded[key]
+            instance = graph(key)
             candidate = _candidate(query, where)
             items.append(JudgedItem(
                 domain="coloring", instance_id=instance.id, index=index, kind=kind, candidate=candidate,
@@ -203,7 +214,7 @@ def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> lis
     """Table A4 from the recorded verification replies (the items color_verification gives)."""
     domain = get_domain("coloring")
     reader = studied_domain(domain)
-    loaded: dict[str, Instance] = {}
+    graph = _graph_reader(domain, graphs)
     rows = []
     for kind in KINDS:
         evaluations = _read_json(recorded / "color_verification" / "gpt-4" / kind / "evaluations.json")
@@ -213,11 +224,9 @@ def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> lis
         otherwise = []
         for item in (i for i in items if i.kind == kind):
             key = item.instance_id.removeprefix("coloring-instance-")
-            if key not in loaded:
-                loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
             stored = evaluations[key]
             theirs = (stored.get("vertex color hallucination", 0) > 0, stored.get("edge hallucination", 0) > 0)
-            report = reader.critique_report(loaded[key], item.candidate, item.reply)
+            report = reader.critique_report(graph(key), item.candidate, item.reply)
             mine = (report["wrong_vertex_colours"] > 0, report["hallucinated_edges"] > 0)
             for counts, (vertex, edge) in ((authors, theirs), (ours, mine)):
                 counts[0] += vertex
@@ -336,25 +345,14 @@ def color_table1(recorded: Path, graphs: Path) -> list[Table1Cell]:
     """Table 1's colouring row from GPT-4's recorded answers on graphs 1-100, each
     condition scored by the authors' stored verdicts and by veriloop's sound verifier."""
     domain = get_domain("coloring")
-    loaded: dict[str, Instance] = {}
-
-    def graph(key: str, record: dict[str, Any]) -> Instance:
-        if key not in loaded:
-            loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
-        return loaded[key]
-
+    graph = _graph_reader(domain, graphs)
     return _table1(lambda name: recorded / "graph_coloring" / "gpt-4" / name, TABLE1_CONDITIONS,
-                   lambda responses: [str(n) for n in TABLE1_GRAPHS], graph, domain,
+                   lambda responses: [str(n) for n in TABLE1_GRAPHS], lambda key, record: graph(key), domain,
                    lambda instance, verdict, answer, stored: _cause(instance, verdict, answer))
 
 
-GAME24_CONDITIONS = (
-    ("S.P.", "standard", "first"),
-    ("LLM+LLM", "backprompting-llm", "last"),
-    ("Sound B.F.", "backprompting-passfail", "any"),
-    ("Sound F.E.F.", "backprompting-first", "any"),
-    ("Sampling k=15", "backprompting-15top1", "any"),
-)
+# The same conditions but all errors: a Game of 24 answer has one value to report.
+GAME24_CONDITIONS = tuple(condition for condition in TABLE1_CONDITIONS if condition[0] != "Sound A.E.F.")
 ANSWER_MARKER = ("the reply ends with a marker ([ANSWER END]) the authors' reader keeps: they count it malformed, "
                  "veriloop reads the expression")
 SECOND_TRY = ("the reply drops a first expression and gives another: the authors read the first (malformed), "
