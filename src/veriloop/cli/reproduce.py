@@ -113,7 +113,8 @@ def self_verification(
     recorded: Annotated[Path | None, typer.Option(
         help="Instead of running a model: the authors' released GPT-4 runs (the folder self_verification_outputs). "
         "Writes table1.md, table2.md, critique.md (Table A4) and figure2.png beside the paper's figures, veriloop's "
-        "verifier against the authors' evaluation, and reproduction.json; no model call. The colouring graphs come from --data-root.",
+        "verifier against the authors' evaluation, and reproduction.json; no model call. The colouring graphs come "
+        "from --data-root.",
     )] = None,
 ) -> None:
     """Every condition of the self-verification paper's Table 1 on Game of 24, graph

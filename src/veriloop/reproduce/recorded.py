@@ -70,6 +70,11 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _by_number(responses: dict[str, Any]) -> list[str]:
+    """A file's instance keys ("1", "2", ... "100") in numeric order."""
+    return sorted(responses, key=lambda k: (len(k), k))
+
+
 def _candidate(query: str, where: str) -> str:
     start, end = query.find(CANDIDATE_START), query.find(CANDIDATE_END)
     if start < 0 or end < start:
@@ -109,7 +114,7 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
     for kind in KINDS:
         folder = recorded / "color_verification" / "gpt-4" / kind
         responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
-        for index, key in enumerate(sorted(responses, key=lambda k: (len(k), k))):
+        for index, key in enumerate(_by_number(responses)):
             where = f"{folder / 'responses.json'}, instance {key}"
             try:
                 query, reply = responses[key]["query"], responses[key]["response"]
@@ -373,7 +378,7 @@ def game24_table1(recorded: Path) -> list[Table1Cell]:
         return _game24_cause(verdict, answer, stored)
 
     return _table1(lambda name: recorded / "game24" / "gpt-4" / name, GAME24_CONDITIONS,
-                   lambda responses: sorted(responses, key=lambda k: (len(k), k)), puzzle, domain, cause)
+                   _by_number, puzzle, domain, cause)
 
 
 GAME24_0613_CONDITIONS = (
@@ -397,7 +402,7 @@ def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
         authors = ours = 0
         disagreements: list[Disagreement] = []
         runs: list[list[bool]] = []
-        for key in sorted(responses, key=lambda k: (len(k), k)):
+        for key in _by_number(responses):
             record = responses[key]
             answers, prompts = record.get("responses"), record.get("prompts")
             if not isinstance(answers, list) or not isinstance(prompts, list) or not prompts:
