@@ -100,11 +100,14 @@ class FaultServer:
                     fault_server.max_in_flight = max(fault_server.max_in_flight, fault_server.in_flight)
                 try:
                     time.sleep(fault_server.latency)
-                    script = fault_server.script
-                    self.answer(script[index] if index < len(script) else fault_server.then)
                 finally:
+                    # Out of flight before the reply is written: once the client has the
+                    # reply it may send its next request, which must not find this one
+                    # still counted because this thread was not scheduled in between.
                     with fault_server.lock:
                         fault_server.in_flight -= 1
+                script = fault_server.script
+                self.answer(script[index] if index < len(script) else fault_server.then)
 
             def answer(self, kind: str) -> None:
                 if kind == "reset":
