@@ -9,7 +9,7 @@ import sys
 import typer
 
 from ..errors import VeriloopError
-from . import chat, evaluate, models, plugins, reproduce, run, selfcheck, study, tools, verify, view
+from . import chat, evaluate, models, plugins, recorded, reproduce, run, selfcheck, study, tools, verify, view
 
 
 def _typer(help: str, short_help: str | None = None) -> typer.Typer:
@@ -41,6 +41,9 @@ app.command("eval", short_help="Run an experiment file: models x domains x strat
     evaluate.eval_command
 )
 app.command("verify")(verify.verify)
+app.command("import", short_help="Recorded answers (another system's, a paper's) into a run directory.")(
+    recorded.import_command
+)
 app.add_typer(models_app, name="models")
 app.add_typer(study_app, name="study")
 app.add_typer(reproduce_app, name="reproduce")

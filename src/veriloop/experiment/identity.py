@@ -38,6 +38,8 @@ SETTINGS: dict[str, str] = {
     "reference_field": "reference field",
     "id_field": "id field",
     "roles": "models given roles (judge, critic, checker)",
+    "imported_from": "imported answers",
+    "format": "format of the imported answers",
 }
 
 

@@ -1,0 +1,166 @@
+"""Recorded answers (`answers.AnswerLine`s) into an ordinary run directory.
+
+What `veriloop run` writes, `import` writes: config.json, trajectories.jsonl (one
+trajectory per instance and condition) and summary.json. So `veriloop view`, the results
+tables, `rescore` and every metric read an imported run unchanged.
+
+Invariants:
+- Each recorded attempt is a round, checked by the domain's sound verifier (the round's
+  verdict) and scored against ground truth (`correct`); the trajectory's answer is the
+  last attempt, or for `final: first-accepted` the first one the verifier accepts. Every
+  recorded attempt is kept, also those after the answer: they were spent (the source
+  drew them), and a pool metric reads them.
+- A reply the domain cannot read is a recorded wrong answer (a malformed verdict) and a
+  note in the report; it never stops an import. A line that cannot be imported at all (not
+  JSON, no reply, an instance the data does not hold, a second line for the same instance
+  and condition) is skipped and reported, one line each, naming file, line and reason.
+- An import writes its directory whole: the trajectories replace what an earlier import
+  of the same source wrote there; a directory holding another run is refused.
+- Recorded calls cost this machine nothing: their tokens and seconds are 0 unless the
+  source says otherwise, and they are not marked cached (they were real calls, elsewhere).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..domains.base import Domain
+from ..errors import VeriloopError
+from ..experiment.dirlock import hold
+from ..experiment.metrics import StrategySummary, summarise
+from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, write_summary
+from ..files import write_file
+from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory
+from .answers import AnswerLine, Problem
+
+REPORT = "import.json"
+# The stop reasons of an imported trajectory: the source's loop ended as recorded, or a
+# loop stopped by a sound verifier accepted an attempt / ran out of attempts.
+RECORDED = "recorded"
+
+
+@dataclass
+class ImportResult:
+    out_dir: Path
+    summaries: list[StrategySummary]
+    lines: int
+    skipped: list[Problem] = field(default_factory=list)  # lines not imported
+    unreadable: list[Problem] = field(default_factory=list)  # replies recorded as malformed wrong answers
+
+    @property
+    def imported(self) -> int:
+        return self.lines - len(self.skipped)
+
+
+def trajectory_of(domain: Domain, instance: Instance, line: AnswerLine) -> Trajectory:
+    """The trajectory a recorded line stands for: each attempt a call and a round, checked
+    by the domain's verifier; feedback, when recorded, sent between the attempts."""
+    t = Trajectory(strategy=line.condition, domain=domain.name, model=line.model, instance_id=instance.id, seed=0)
+    base: list[Message] = list(line.messages) if line.messages else domain.prompt(instance)
+    history = list(base)
+    for i, text in enumerate(line.responses):
+        t.calls.append(CallRecord(
+            role="generate", round=i + 1, sample_index=0 if line.feedback else i, messages=history, response=text,
+            finish_reason=RECORDED, prompt_tokens=0, completion_tokens=0, seconds=0.0, cached=False,
+        ))
+        t.rounds.append(RoundRecord(round=i + 1, text=text, answer=domain.extract_answer(instance, text),
+                                    verdict=domain.verify(instance, text), correct=domain.score(instance, text)))
+        # With feedback the attempts are a conversation; without, each is a fresh sample of the base prompt.
+        if i < len(line.feedback):
+            history = [*history, {"role": "assistant", "content": text}, {"role": "user", "content": line.feedback[i]}]
+    chosen = len(t.rounds) - 1
+    t.stop_reason = RECORDED
+    if line.final == "first-accepted":
+        accepted = [i for i, r in enumerate(t.rounds) if r.verdict is not None and r.verdict.ok]
+        chosen = accepted[0] if accepted else chosen
+        t.stop_reason = "verifier_accepted" if accepted else "max_rounds"
+    final = t.rounds[chosen]
+    t.final_text, t.final_answer, t.correct = final.text, final.answer, final.correct
+    return t
+
+
+def unreadable_notes(where: str, domain: Domain, t: Trajectory) -> list[Problem]:
+    """One note per reply the domain could not read as an answer (recorded as wrong)."""
+    notes = []
+    for r in t.rounds:
+        if r.verdict is not None and r.verdict.malformed:
+            why = r.verdict.errors[0].message if r.verdict.errors else "no answer in it"
+            label = f"reply {r.round}" if len(t.rounds) > 1 else "the reply"
+            notes.append(Problem(where, f"{label} is not a {domain.name} answer ({why}): recorded as a wrong answer"))
+    return notes
+
+
+def import_lines(
+    lines: Iterable[tuple[str, AnswerLine | Problem]], domain: Domain, instance_of: Callable[[str], Instance | None],
+    out_dir: Path, config: Mapping[str, object], data_hint: str = "",
+    amend: Callable[[Trajectory], None] | None = None,
+) -> ImportResult:
+    """Import recorded lines into `out_dir` (see the module docstring). `instance_of` maps
+    an instance id to the domain's instance (None: the data does not hold it); `config`
+    names the source (written to config.json, and compared with an earlier import's);
+    `amend` may add to each trajectory what only its format records (before it is written)."""
+    trajectories: dict[tuple[str, str], Trajectory] = {}
+    first_seen: dict[tuple[str, str], str] = {}
+    skipped: list[Problem] = []
+    unreadable: list[Problem] = []
+    count = 0
+    for where, line in lines:
+        count += 1
+        if isinstance(line, Problem):
+            skipped.append(line)
+            continue
+        instance = instance_of(line.instance_id)
+        if instance is None:
+            skipped.append(Problem(where, f"instance {line.instance_id!r} is not in the data{data_hint}"))
+            continue
+        key = (line.condition, instance.id)
+        if key in trajectories:
+            skipped.append(Problem(where, f"a second line for instance {instance.id!r} under condition "
+                                          f"{line.condition!r} (the first is {first_seen[key]})"))
+            continue
+        t = trajectory_of(domain, instance, line)
+        if amend is not None:
+            amend(t)
+        trajectories[key], first_seen[key] = t, where
+        unreadable += unreadable_notes(where, domain, t)
+    if not trajectories:
+        reasons = f": {skipped[0]}" if skipped else ""
+        raise VeriloopError(f"nothing to import: {count} line(s) read, none imported{reasons}")
+    with hold(out_dir):
+        _refuse_a_made_run(out_dir)
+        check_run_dir(out_dir, {**config, "domain": domain.name, "seed": 0})
+        write_file(out_dir / CONFIG, json.dumps({**config, "domain": domain.name, "seed": 0}, indent=2,
+                                                default=str) + "\n")
+        ordered = list(trajectories.values())
+        write_file(out_dir / TRAJECTORIES, "".join(t.model_dump_json() + "\n" for t in ordered))
+        conditions = list(dict.fromkeys(t.strategy for t in ordered))
+        summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in conditions]
+        instances = list(dict.fromkeys(t.instance_id for t in ordered))
+        write_summary(RunResult(out_dir, summaries, len(ordered), 0, 0, 0.0), _ids(instances), 0)
+        result = ImportResult(out_dir, summaries, count, skipped, unreadable)
+        write_file(out_dir / REPORT, json.dumps({
+            "lines": count, "imported": result.imported, "trajectories": len(ordered),
+            "skipped": [str(p) for p in skipped], "unreadable_replies": [str(p) for p in unreadable],
+        }, indent=2) + "\n")
+    return result
+
+
+def _ids(ids: list[str]) -> list[Instance]:
+    # write_summary lists instances by id; an imported run knows its instances by id alone.
+    return [Instance(id=i, data={}) for i in ids]
+
+
+def _refuse_a_made_run(out_dir: Path) -> None:
+    """An import replaces its directory's trajectories: never those of a run veriloop made."""
+    path = out_dir / CONFIG
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
+    if not isinstance(old, dict) or "imported_from" not in old:
+        raise VeriloopError(f"{out_dir} holds a run veriloop made, which an import would replace; choose another --out")

@@ -1,0 +1,216 @@
+"""The self-verification authors' released runs (`self_verification_outputs/`) as answers
+lines: `veriloop import SOURCE --format self-verification`.
+
+The layout (its README gives provenance): `<dataset>/<model>/<condition>/responses.json`
+with `evaluations.json` beside it, for graph colouring (`graph_coloring`), Game of 24
+(`game24`) and GPT-4 judging proposed colourings (`color_verification`).
+
+Invariants:
+- A condition is named by the veriloop strategy that runs it (`CONDITIONS`), so an
+  imported condition sits in the same column as veriloop's own runs of it; a condition
+  veriloop has no strategy for keeps the authors' folder name after "authors:".
+- Conditions stopped by a sound verifier take as their answer the first attempt veriloop's
+  verifier accepts (the authors' own loop stopped at their checker's first acceptance);
+  the others (standard prompting, LLM+LLM) answer with their last attempt.
+- A colour-verification prompt becomes one attempt, the proposed colouring, under the
+  condition `candidates:<kind>`, with GPT-4's recorded judgement kept as a `verify` call.
+- One model per run directory: SOURCE names the model folder, or the root / a dataset
+  folder, where the paper's model (gpt-4) is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..domains.base import Domain, Instance
+from ..errors import VeriloopError
+from ..records import CallRecord, Trajectory
+from ..reproduce.recorded import (
+    KINDS,
+    _answer_keys,
+    _by_number,
+    _candidate,
+    _graph_reader,
+    _puzzle,
+    _read_json,
+)
+from .answers import AnswerLine, Problem
+
+PAPER_MODEL = "gpt-4"
+DATASETS = {"coloring": ("graph_coloring", "color_verification"), "game24": ("game24",)}
+_SOUND = "backprompt:verifier=sound,max_rounds={rounds},feedback="
+# Folder -> (strategy spec, answer rule). The backprompting runs allow the first answer and
+# 15 backprompts (16 attempts; GPT-4-0613's Game of 24 runs 25).
+CONDITIONS: dict[str, tuple[str, str]] = {
+    "standard": ("standard", "last"),
+    "backprompting-passfail": (_SOUND + "binary", "first-accepted"),
+    "backprompting-first": (_SOUND + "first", "first-accepted"),
+    "backprompting-full": (_SOUND + "all", "first-accepted"),
+    "backprompting-llm": ("backprompt:verifier=llm,feedback=llm,max_rounds={rounds}", "last"),
+    "backprompting-15top1": ("sampling:verifier=sound,k=15,temperature=1", "first-accepted"),
+    "backprompting-05top0.5": ("sampling:verifier=sound,k=5,temperature=0.5", "first-accepted"),
+    "backprompting-05top1": ("sampling:verifier=sound,k=5,temperature=1", "first-accepted"),
+    "backprompting-05top1.5": ("sampling:verifier=sound,k=5,temperature=1.5", "first-accepted"),
+}
+# Conditions with no veriloop strategy: the authors' feedback-text variants, all earlier
+# answers listed, sampling runs of unequal length. A sound verifier stopped each.
+AUTHORS_ONLY = ("backprompting-zero", "backprompting-evil", "backprompting-list-previous", "backprompting-top-temp1.0")
+ROUNDS = {PAPER_MODEL: 16, "gpt-4-0613": 25}
+
+
+@dataclass
+class SelfVerificationSource:
+    """What one import of the authors' layout reads: its model folders' conditions as
+    answers lines, and the instances they name."""
+
+    model: str
+    lines: list[tuple[str, AnswerLine | Problem]]
+    instances: dict[str, Instance]
+    judgements: dict[tuple[str, str], tuple[str, str]]  # (condition, instance id) -> (prompt, GPT-4's reply)
+    graphs: Path | None
+
+
+def condition_name(folder: str, model: str) -> tuple[str, str]:
+    """The veriloop strategy (canonical name) an authors' condition folder stands for, and
+    its answer rule."""
+    from ..strategies import parse_strategy
+
+    if folder in CONDITIONS:
+        spec, rule = CONDITIONS[folder]
+        return parse_strategy(spec.format(rounds=ROUNDS.get(model, 16))).canonical, rule
+    if folder in AUTHORS_ONLY:
+        return f"authors:{folder}", "first-accepted"
+    raise VeriloopError(f"condition folder {folder!r} is not one of the authors' runs "
+                        f"({', '.join([*CONDITIONS, *AUTHORS_ONLY])})")
+
+
+def model_folders(source: Path, domain: str) -> list[Path]:
+    """The `<dataset>/<model>` folders SOURCE names for `domain` (see the module docstring)."""
+    if domain not in DATASETS:
+        raise VeriloopError(f"--format self-verification holds coloring and game24 runs, not {domain!r}")
+    if not source.is_dir():
+        raise VeriloopError(f"{source}: no such folder; give self_verification_outputs or one of its folders")
+    datasets = DATASETS[domain]
+    if source.name in datasets:
+        return [source / PAPER_MODEL]
+    if source.parent.name in datasets:
+        return [source]
+    found = [source / d / PAPER_MODEL for d in datasets if (source / d / PAPER_MODEL).is_dir()]
+    if not found:
+        raise VeriloopError(f"{source} holds none of the authors' {domain} runs ({', '.join(datasets)}/"
+                            f"{PAPER_MODEL}); give self_verification_outputs or one of its folders")
+    return found
+
+
+def read_source(source: Path, domain: Domain, graphs: Path | None) -> SelfVerificationSource:
+    """Every condition under SOURCE for `domain` as answers lines. `graphs`: the DIMACS
+    graphs the colouring prompts came from (default: graph_coloring beside the outputs)."""
+    folders = model_folders(source, domain.name)
+    models = {f.name for f in folders}
+    if len(models) > 1:
+        raise VeriloopError(f"{source}: runs of several models ({', '.join(sorted(models))}); import one model folder")
+    model = models.pop()
+    root = folders[0].parent.parent
+    if domain.name == "coloring":
+        graphs = graphs or root.parent / "graph_coloring"
+        if not graphs.is_dir():
+            raise VeriloopError(f"{graphs}: no such folder of DIMACS graphs; give --data FOLDER (graph_coloring)")
+        graph = _graph_reader(domain, graphs)
+        instance_of: Callable[[str, dict[str, Any]], Instance] = lambda key, record: graph(key)  # noqa: E731
+    else:
+        def instance_of(key: str, record: dict[str, Any]) -> Instance:
+            prompt = record.get("query") or (record.get("prompts") or [""])[0]
+            return _puzzle(domain, key, str(prompt))  # type: ignore[no-any-return]
+    out = SelfVerificationSource(model, [], {}, {}, graphs if domain.name == "coloring" else None)
+    for folder in folders:
+        if folder.parent.name == "color_verification":
+            _candidates(folder, model, instance_of, out)
+        else:
+            order = [*CONDITIONS, *AUTHORS_ONLY]
+            folders_in = [p for p in folder.iterdir() if p.is_dir()]
+            for condition in sorted(folders_in, key=lambda p: (order.index(p.name) if p.name in order else len(order),
+                                                               p.name)):
+                _answers(condition, model, instance_of, out)
+    return out
+
+
+def _answers(folder: Path, model: str, instance_of: Callable[[str, dict[str, Any]], Instance],
+             out: SelfVerificationSource) -> None:
+    name, rule = condition_name(folder.name, model)
+    responses = _read_json(folder / "responses.json")
+    for key in _by_number(responses):
+        where = f"{folder / 'responses.json'}, instance {key}"
+        record = responses[key]
+        if not isinstance(record, dict):
+            out.lines.append((where, Problem(where, "not an object of prompts and responses")))
+            continue
+        try:
+            instance = instance_of(key, record)
+        except (VeriloopError, FileNotFoundError) as exc:
+            out.lines.append((where, Problem(where, str(exc))))
+            continue
+        out.instances[instance.id] = instance
+        if isinstance(record.get("responses"), list):  # GPT-4-0613's lists of prompts and replies
+            prompts = [str(p) for p in record.get("prompts") or []]
+            replies = [None if r is None else str(r) for r in record["responses"]]
+            feedback = [_added(prompts[i], prompts[i + 1], replies[i]) for i in range(min(len(prompts), len(replies)) - 1)
+                        if i + 1 < len(prompts)]
+            messages = [{"role": "user", "content": prompts[0]}] if prompts else None
+        else:
+            keys = _answer_keys(record)
+            replies = [None if record[k] is None else str(record[k]) for k in keys]
+            feedback = [str(record[f"backprompt {i}"]) for i in range(len(keys) - 1) if f"backprompt {i}" in record]
+            if len(feedback) != len(keys) - 1:
+                feedback = []
+            messages = [{"role": "user", "content": str(record["query"])}] if "query" in record else None
+        if not replies:
+            out.lines.append((where, Problem(where, "no recorded response")))
+            continue
+        raw = {"instance_id": instance.id, "responses": replies, "condition": name, "model": model,
+               "final": rule, "feedback": feedback[:len(replies)], "messages": messages}
+        out.lines.append((where, AnswerLine.model_validate(raw)))
+
+
+def _added(prompt: str, following: str, reply: str | None) -> str:
+    """The text a cumulative prompt added after an answer: the feedback it sent."""
+    if following.startswith(prompt):
+        tail = following[len(prompt):]
+        return tail[len(reply):] if reply and tail.startswith(reply) else tail
+    return following
+
+
+def _candidates(folder: Path, model: str, instance_of: Callable[[str, dict[str, Any]], Instance],
+                out: SelfVerificationSource) -> None:
+    for kind in KINDS:
+        responses = _read_json(folder / kind / "responses.json")
+        condition = f"candidates:{kind}"
+        for key in _by_number(responses):
+            where = f"{folder / kind / 'responses.json'}, instance {key}"
+            record = responses[key]
+            try:
+                query, reply = str(record["query"]), str(record["response"])
+                candidate = _candidate(query, where)
+                instance = instance_of(key, record)
+            except (KeyError, TypeError):
+                out.lines.append((where, Problem(where, "no query and response")))
+                continue
+            except VeriloopError as exc:
+                out.lines.append((where, Problem(where, str(exc).removeprefix(f"{where}: "))))
+                continue
+            out.instances[instance.id] = instance
+            out.judgements[(condition, instance.id)] = (query, reply)
+            out.lines.append((where, AnswerLine(instance_id=instance.id, responses=[candidate], condition=condition,
+                                                model=model)))
+
+
+def add_judgement(t: Trajectory, source: SelfVerificationSource) -> None:
+    """Keep GPT-4's recorded judgement of a proposed colouring as the verify call it was."""
+    judged = source.judgements.get((t.strategy, t.instance_id))
+    if judged is not None:
+        query, reply = judged
+        t.calls.append(CallRecord(role="verify", round=1, messages=[{"role": "user", "content": query}],
+                                  response=reply, finish_reason="recorded", prompt_tokens=0, completion_tokens=0,
+                                  seconds=0.0, cached=False, model=source.model))
