@@ -1,8 +1,10 @@
-"""Summaries computed from trajectories (never from anything else)."""
+"""Summaries computed from trajectories (never from anything else).
+
+Intervals come from statsmodels (imported when first needed: `veriloop --help` does not
+pay for it), not from formulas of our own."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 from pydantic import BaseModel
@@ -29,15 +31,16 @@ class StrategySummary(BaseModel):
     stop_reasons: dict[str, int]
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval: sane at 0/n and n/n, unlike the normal approximation."""
+def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """The (1 - alpha) Wilson score interval of successes/n (statsmodels'
+    proportion_confint, method "wilson"): sane at 0/n and n/n, unlike the normal
+    approximation. (0.0, 0.0) when n is 0, where statsmodels would divide by zero."""
     if n == 0:
         return (0.0, 0.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
+    return (float(low), float(high))
 
 
 def summarise(strategy: str, trajectories: Iterable[Trajectory]) -> StrategySummary:

@@ -1,0 +1,148 @@
+"""Paired comparison of two strategies on the instances both of them finished.
+
+Two strategies that ran on the same instances are compared instance by instance, which
+is far more sensitive than setting their two accuracies and intervals side by side: an
+instance both solve, or both fail, says nothing about which strategy is better.
+
+Invariants:
+- Outcomes are paired by (instance_id, seed); an instance only one strategy finished is
+  left out of both, so `n` counts the instances both finished.
+- `difference` is b's accuracy minus a's, where a is the strategy listed first (in run or
+  experiment order) and b the later one: positive when b solved more.
+- `a_only` counts the instances a got right and b wrong, `b_only` the reverse (the
+  discordant pairs); difference = (b_only - a_only) / n.
+- `p_value` is the exact McNemar test (statsmodels' mcnemar(table, exact=True): the
+  two-sided binomial test of b_only among the discordant pairs at one half). It is 1.0
+  when no pair is discordant (n = 0 included): no evidence of any difference.
+- `difference_ci95` is the 95% paired bootstrap percentile interval of the difference
+  (scipy.stats.bootstrap, paired=True, over `resamples` resamples of the instances, drawn
+  by numpy's default_rng(seed)): the same data and seed give the same interval. When
+  every instance has the same difference (no discordant pair, or all discordant the same
+  way) every resample has that difference, so the interval is that point, set without
+  calling scipy. It is None when n = 0.
+- No figure is ever nan: a results file holds numbers or nulls.
+
+scipy, statsmodels and numpy are imported when a comparison is made, not with the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import VeriloopError
+from ..records import Trajectory
+
+RESAMPLES = 10_000
+# Resamples drawn at once: bounds the memory (batch x n outcomes per strategy) and does
+# not change the figures (numpy's generator gives the same stream in any batch size).
+BATCH = 1000
+
+
+class PairedComparison(BaseModel):
+    """Strategy b against strategy a on the instances both finished (see the module's invariants)."""
+
+    a: str
+    b: str
+    n: int
+    a_correct: int
+    b_correct: int
+    a_accuracy: float
+    b_accuracy: float
+    difference: float  # b's accuracy - a's
+    a_only: int  # a right, b wrong
+    b_only: int  # a wrong, b right
+    p_value: float  # exact McNemar
+    difference_ci95: tuple[float, float] | None  # paired bootstrap percentile interval; None when n = 0
+    resamples: int
+    seed: int
+
+
+def _difference(a: Any, b: Any, axis: int = -1) -> Any:
+    return b.mean(axis=axis) - a.mean(axis=axis)
+
+
+def paired_comparison(
+    a: Sequence[bool], b: Sequence[bool], *, resamples: int = RESAMPLES, seed: int = 0,
+    names: tuple[str, str] = ("a", "b"),
+) -> PairedComparison:
+    """Compare outcomes a[i] and b[i] of two strategies on the same instance i (see the
+    module's invariants); `names` are the strategies' labels in the record."""
+    if len(a) != len(b):
+        raise VeriloopError(f"a paired comparison needs both strategies' outcome on each instance: got {len(a)} "
+                            f"and {len(b)}; pass the instances both finished (see paired.matched)")
+    n = len(a)
+    a_correct, b_correct = sum(map(bool, a)), sum(map(bool, b))
+    a_only = sum(bool(x) and not y for x, y in zip(a, b))
+    b_only = sum(bool(y) and not x for x, y in zip(a, b))
+    both = a_correct - a_only
+    neither = n - both - a_only - b_only
+    p_value = 1.0
+    if a_only + b_only:
+        from statsmodels.stats.contingency_tables import mcnemar
+
+        p_value = float(mcnemar([[both, a_only], [b_only, neither]], exact=True).pvalue)
+    difference = (b_correct - a_correct) / n if n else 0.0
+    interval: tuple[float, float] | None = None
+    if n and (a_only + b_only == 0 or n in (a_only, b_only)):
+        interval = (difference, difference)  # every instance has this difference, so every resample has it
+    elif n:
+        import numpy as np
+        from scipy.stats import bootstrap
+
+        result = bootstrap(
+            (np.asarray(a, dtype=float), np.asarray(b, dtype=float)), _difference, paired=True, vectorized=True,
+            n_resamples=resamples, batch=BATCH, method="percentile", confidence_level=0.95,
+            rng=np.random.default_rng(seed),
+        )
+        interval = (float(result.confidence_interval.low), float(result.confidence_interval.high))
+    return PairedComparison(
+        a=names[0], b=names[1], n=n, a_correct=a_correct, b_correct=b_correct,
+        a_accuracy=a_correct / n if n else 0.0, b_accuracy=b_correct / n if n else 0.0, difference=difference,
+        a_only=a_only, b_only=b_only, p_value=p_value, difference_ci95=interval, resamples=resamples, seed=seed,
+    )
+
+
+def matched(a: Sequence[Trajectory], b: Sequence[Trajectory]) -> tuple[list[bool], list[bool]]:
+    """The two strategies' outcomes on the instances both finished, paired by
+    (instance_id, seed), in a's order."""
+    by_key = {(t.instance_id, t.seed): t.correct for t in b}
+    pairs = [(t.correct, by_key[(t.instance_id, t.seed)]) for t in a if (t.instance_id, t.seed) in by_key]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
+def compare_trajectories(
+    a_name: str, a: Sequence[Trajectory], b_name: str, b: Sequence[Trajectory], *, resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> PairedComparison:
+    """Strategy b against strategy a on the instances both finished."""
+    xs, ys = matched(a, b)
+    return paired_comparison(xs, ys, resamples=resamples, seed=seed, names=(a_name, b_name))
+
+
+def pairwise(
+    groups: Mapping[str, Sequence[Trajectory]], *, resamples: int = RESAMPLES, seed: int = 0,
+) -> list[PairedComparison]:
+    """Every pair of strategies in `groups` (label -> trajectories), each later one
+    against each earlier one, in the mapping's order."""
+    return [compare_trajectories(a, groups[a], b, groups[b], resamples=resamples, seed=seed)
+            for a, b in combinations(groups, 2)]
+
+
+def difference_text(c: PairedComparison) -> str:
+    """The difference in accuracy points, with its interval: "+20 points (95% CI +0 to +50)"."""
+    if c.difference_ci95 is None:
+        return "-"
+    low, high = c.difference_ci95
+    return f"{_points(c.difference)} points (95% CI {_points(low)} to {_points(high)})"
+
+
+def _points(x: float) -> str:
+    return f"{round(100 * x):+d}"  # an int, so a tiny negative shows as +0, not -0
+
+
+def p_text(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"

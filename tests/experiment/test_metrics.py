@@ -1,0 +1,75 @@
+"""The Wilson interval through statsmodels gives the figures of the formula veriloop wrote
+out before (kept here as the reference), and a strategy's summary is counted from its
+trajectories."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy.stats import norm
+
+from veriloop.experiment.metrics import summarise, wilson_interval
+from veriloop.records import CallRecord, RoundRecord, Trajectory
+
+Z = float(norm.isf(0.025))
+
+
+def reference_wilson(successes: int, n: int, z: float = Z) -> tuple[float, float]:
+    """The hand-written interval veriloop used before statsmodels (its z was 1.959964)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+GRID = [(k, n) for n in (*range(1, 41), 50, 99, 100, 500, 1000, 10_000) for k in sorted({0, 1, n // 3, n // 2, n - 1, n})]
+
+
+@pytest.mark.parametrize(("k", "n"), GRID)
+def test_wilson_is_the_old_formula(k, n):
+    low, high = wilson_interval(k, n)
+    ref_low, ref_high = reference_wilson(k, n)
+    assert abs(low - ref_low) <= 1e-12 and abs(high - ref_high) <= 1e-12
+    # At 0/n and n/n the bound can miss 0 or 1 by a rounding error (2.8e-17 at 0/7), in
+    # the old formula as in statsmodels.
+    assert 0.0 <= low <= k / n + 1e-15 and k / n - 1e-15 <= high <= 1.0
+
+
+def test_the_old_rounded_z_moved_the_bounds_by_under_1e_8():
+    # The old code's z = 1.959964 was norm.isf(0.025) rounded: the bounds differ by less
+    # than 1e-8, invisible in every printed figure (percentages, two or three decimals).
+    worst = max(abs(x - y) for k, n in GRID for x, y in zip(wilson_interval(k, n), reference_wilson(k, n, 1.959964)))
+    assert 0 < worst < 1e-8
+
+
+def test_wilson_edges():
+    assert wilson_interval(0, 0) == (0.0, 0.0)
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == 1.0
+    assert wilson_interval(0, 10)[1] == pytest.approx(0.27753279986288, abs=1e-12)
+    assert wilson_interval(2, 10) == (pytest.approx(0.0566821, abs=1e-7), pytest.approx(0.5098375, abs=1e-7))
+    assert all(type(x) is float for x in wilson_interval(3, 7))
+    # Another level: the 99% interval is wider.
+    lo99, hi99 = wilson_interval(3, 10, alpha=0.01)
+    lo95, hi95 = wilson_interval(3, 10)
+    assert lo99 < lo95 < hi95 < hi99
+
+
+def test_summarise_counts_from_trajectories():
+    def traj(i: int, correct: bool, rounds: int, stop: str) -> Trajectory:
+        calls = [CallRecord(role="generate", round=r, messages=[], response="x", finish_reason="stop", prompt_tokens=10,
+                            completion_tokens=2, seconds=0.1, cached=r == 1) for r in range(1, rounds + 1)]
+        return Trajectory(strategy="s", domain="d", model="m", instance_id=f"i{i}", seed=0, correct=correct,
+                          calls=calls, rounds=[RoundRecord(round=r, text="x", answer="x", correct=correct) for r in range(1, rounds + 1)],
+                          stop_reason=stop, seconds=0.25)
+
+    s = summarise("s", [traj(1, True, 1, "accepted"), traj(2, False, 3, "max_rounds"), traj(3, True, 2, "accepted")])
+    assert (s.n, s.correct, s.accuracy, s.mean_rounds) == (3, 2, 2 / 3, 2.0)
+    assert s.accuracy_ci95 == wilson_interval(2, 3)
+    assert (s.model_calls, s.cache_hits, s.prompt_tokens, s.completion_tokens) == (6, 3, 60, 12)
+    assert (s.seconds, s.stop_reasons) == (0.75, {"accepted": 2, "max_rounds": 1})
+    empty = summarise("s", [])
+    assert (empty.n, empty.accuracy, empty.accuracy_ci95, empty.mean_rounds) == (0, 0.0, (0.0, 0.0), 0.0)
