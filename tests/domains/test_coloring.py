@@ -484,6 +484,37 @@ def test_critique_report_paper_style_examples(dom: Coloring, example: Instance) 
     assert three["edges_named"] == 0.0
 
 
+@pytest.mark.parametrize(
+    ("critique", "wrong_colours", "named", "hallucinated"),
+    [
+        # One colour said of a pair is said of each vertex (GPT-4's recorded replies, Table A4):
+        # 0 is Color1 in GOOD, so each of these misstates vertex 0.
+        ("Vertices 0 and 7 are the same color (Color 2) and share an edge.", 1, 1, 0),
+        ("Vertices 7 and 0 share an edge and have the same color, Color 2.", 1, 1, 0),
+        ("Vertices 0 and 7 share an edge and have the same color: Color 2.", 1, 1, 0),
+        ("Vertices 0 and 7 share an edge and are of the same color (Color 2).", 1, 1, 0),
+        ("Vertices 0 and 7 share an edge and are both colored 2.", 1, 1, 0),
+        ("Vertices 0 and 7 are color 2 and share an edge.", 1, 1, 0),
+        ("Vertex 0: Color 1 and Vertex 7: Color 2 share an edge and are both Color 2.", 1, 1, 0),
+        # "of Color N" beside a vertex; its colour number is not a vertex (no edge 2-11 named).
+        ("Vertex 9 of Color 2 and Vertex 11 of Color 2 share an edge.", 1, 1, 0),
+        # "which is also color N", and the pair after "... and is connected to".
+        ("Vertex 7 is color 2 and is connected to vertex 0 which is also color 2.", 1, 1, 0),
+        # A list of colours states no vertex's colour (read before as vertex 2 coloured 3).
+        ("Therefore, this assignment is correctly colored with color 2, color 3, and color 1.", 0, 0, 0),
+        # Different colours said of a pair state neither to be the other's.
+        ("Vertices 0 and 7 have different colors (Color 1 and Color 2).", 0, 0, 0),
+        ("Vertices 0 and 7 are not the same color (Color 1 and Color 2).", 0, 0, 0),
+    ],
+)
+def test_critique_report_reads_a_colour_said_of_a_pair(
+    dom: Coloring, example: Instance, critique: str, wrong_colours: int, named: int, hallucinated: int
+) -> None:
+    report = dom.critique_report(example, text_of(GOOD), critique)
+    assert (report["wrong_vertex_colours"], report["edges_named"], report["hallucinated_edges"]) == (
+        wrong_colours, named, hallucinated)
+
+
 # ------------------------------------------------------------------ property tests
 
 

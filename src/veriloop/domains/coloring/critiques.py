@@ -1,6 +1,17 @@
 """What a free-text critique of a colouring claims: the vertex pairs it calls
 same-coloured neighbours and the vertex colours it states, read sentence by sentence
-(for the critique study's report)."""
+(for the critique study's report).
+
+Invariants:
+- A colour number is never a vertex: "colored with color 0, color 2" states no colour of
+  vertex 0, and "Vertex 9 of Color 2 and Vertex 16" names no pair 2-16.
+- One colour said of a named pair ("both Color 2", "the same color (Color 1)", "are
+  color 2", "both colored 0") is a colour stated for each of the two vertices, even where
+  the reply gave each its own colour beside it; a clause that says the pair differs
+  ("different colors", "not the same color") states no shared colour.
+- A colour written beside a vertex of a named pair ("3 (Color 2)", "vertex 11 which is
+  also color 2", "Vertex 0 of Color 0") is a colour the critique states for it.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +23,14 @@ _CLAUSE_SPLIT = re.compile(r"\.(?!\d)|[;\n!?]")
 # A vertex with an optional colour beside it: "3", "vertex 3", "3 (Color 2)", "3: Color 2".
 _VREF = (
     r"(?:vertex|node|v)?[ \t]*#?" + NUMBER
-    + r"(?:[ \t]*(?:\(|:|,)?[ \t]*(?:(?:colou?red|with|is)[ \t]+)*" + COLOUR_TOKEN + r"\)?)?"
+    + r"(?:[ \t]*(?:\(|:|,)?[ \t]*(?:(?:colou?red|with|is|of|which|also)[ \t]+)*" + COLOUR_TOKEN + r"\)?)?"
 )
 # Tried in this order; a later pattern never re-reads text an earlier one matched, so
 # "5 is connected to 1 (Color 2) and 14" names 5-1 and not 1-14.
 _PAIR_PATTERNS = [
     # "vertex 1: Color 2 is connected to vertex 2: Color 2", "3 is adjacent to 5"
     re.compile(
-        r"(?<![\w.])" + _VREF + r"[ \t]+(?:is|are|was)?[ \t]*(?:also[ \t]+)?"
+        r"(?<![\w.])" + _VREF + r"[ \t]+(?:and[ \t]+)?(?:is|are|was)?[ \t]*(?:also[ \t]+)?"
         r"(?:connected|adjacent|joined|linked)[ \t]+(?:to|with)[ \t]+" + _VREF,
         re.IGNORECASE,
     ),
@@ -36,11 +47,24 @@ _BARE_PATTERNS = 2  # the last two patterns: bare numbers, which must not sit in
 _COLOUR_RE = re.compile(COLOUR_TOKEN, re.IGNORECASE)
 _SAME_CUE = re.compile(r"\b(?:same|both|identical)\b", re.IGNORECASE)
 _FINE_CUE = re.compile(
-    r"\b(?:different|differ|not[ \t]+(?:connected|adjacent|joined|share)|"
-    r"(?:is|are)n'?t[ \t]+(?:connected|adjacent|joined)|correctly|no[ \t]+conflict)",
+    r"\b(?:different|differ|not[ \t]+(?:connected|adjacent|joined|share|the[ \t]+same)|"
+    r"(?:is|are)n'?t[ \t]+(?:connected|adjacent|joined|the[ \t]+same)|correctly|no[ \t]+conflict)",
     re.IGNORECASE,
 )
-_BOTH_COLOUR = re.compile(r"\bboth\b[^0-9]{0,80}?" + COLOUR_TOKEN, re.IGNORECASE)
+# One colour said of the clause's pair: "both (are) Color 2", "(have) the same color,
+# Color 1", "are (colored with) Color 2", "both colored 0". No digit may come between
+# the cue and the colour, so a vertex named in between ends the phrase.
+_SHARED_COLOUR = re.compile(
+    r"\b(?:both|same|are|have)\b[^0-9]{0,80}?(?:" + COLOUR_TOKEN + r"|\bcolou?red[ \t]+" + NUMBER + r")",
+    re.IGNORECASE,
+)
+# A colour beside one vertex in words answers.py does not read: "11 which is also color 2",
+# "Vertex 0 of Color 0".
+_STATED_IN_WORDS = re.compile(
+    r"(?<![\w.])(?:(?:vertex|node|v)[ \t]*)?#?" + NUMBER + r"[ \t]+(?:(?:which|that|is|also|of)[ \t]+)+"
+    + COLOUR_TOKEN,
+    re.IGNORECASE,
+)
 _COLOURED_N = re.compile(
     r"(?<![\w.])(?:(?:vertex|node|v)[ \t]*)?#?" + NUMBER + r"[ \t]*,?[ \t]*(?:is[ \t]+)?colou?red[ \t]+" + NUMBER + r"\b",
     re.IGNORECASE,
@@ -75,22 +99,28 @@ def critique_claims(critique: str) -> tuple[set[frozenset[int]], set[tuple[int, 
     """Vertex pairs the critique calls same-coloured neighbours, and the vertex colours
     it states, read sentence by sentence."""
     named: set[frozenset[int]] = set()
-    stated: set[tuple[int, int]] = set(colour_statements(critique))
-    text = critique.translate(STRIP_MARKUP)
+    # "color 0" written "color0": a digit after a letter never starts a vertex reference,
+    # and every pattern still reads it as a colour.
+    text = _COLOUR_RE.sub(lambda m: "color" + m.group(1), critique.translate(STRIP_MARKUP))
+    stated: set[tuple[int, int]] = set(colour_statements(text))
     stated.update((int(a), int(b)) for a, b in _COLOURED_N.findall(text))
+    stated.update((int(a), int(b)) for a, b in _STATED_IN_WORDS.findall(text))
     for clause in _CLAUSE_SPLIT.split(text):
         pairs = _pairs_in(clause)
         if not pairs:
             continue
-        both = _BOTH_COLOUR.search(clause)
         fine = _FINE_CUE.search(clause) is not None
         same = _SAME_CUE.search(clause) is not None
+        shared = None if fine else _SHARED_COLOUR.search(clause)
         for u, v, cu, cv in pairs:
             if u == v:
                 continue
-            if both is not None and cu is None and cv is None:
-                cu = cv = int(both.group(1))
-                stated.update({(u, cu), (v, cv)})
+            stated.update((w, c) for w, c in ((u, cu), (v, cv)) if c is not None)
+            if shared is not None:
+                colour = int(shared.group(1) or shared.group(2))
+                stated.update({(u, colour), (v, colour)})
+                if cu is None and cv is None:
+                    cu = cv = colour
             # A pair shown with two different colours, or in a sentence that calls it
             # fine, is the critic checking an edge, not accusing it.
             if fine or (cu is not None and cv is not None and cu != cv and not same):
