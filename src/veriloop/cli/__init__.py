@@ -44,6 +44,9 @@ app.command("verify")(verify.verify)
 app.command("import", short_help="Recorded answers (another system's, a paper's) into a run directory.")(
     recorded.import_command
 )
+app.command("rescore", short_help="Judge a run's recorded answers again with another verifier.")(
+    recorded.rescore_command
+)
 app.add_typer(models_app, name="models")
 app.add_typer(study_app, name="study")
 app.add_typer(reproduce_app, name="reproduce")

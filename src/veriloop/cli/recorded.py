@@ -6,16 +6,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from ..errors import VeriloopError
-from .common import out, slug, view_hint
+from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
 
 if TYPE_CHECKING:
+    from ..models.base import Model
     from ..recorded.answers import AnswerLine, Problem
 
+DEFAULT_JUDGE = DEFAULT_MODEL
 # Replies not readable as answers are listed on the terminal up to this many (all of them in
 # import.json): a paper's release can hold hundreds.
 SHOWN = 10
@@ -109,3 +111,80 @@ def _parsed(raw: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, AnswerLine | 
     for where, item in raw:
         yield where, parse_line(where, item)
 
+
+
+def rescore_command(
+    source: Annotated[Path, typer.Argument(help="A run directory: one `veriloop import` or `veriloop run` wrote.")],
+    verifier: Annotated[str, typer.Option(
+        help="The verifier that judges every recorded answer: sound, llm, llm-cot, critic-notool, selfcheck, "
+        "global-check (with @T a threshold), or a plugin's (veriloop plugins).")] = "llm",
+    check: Annotated[str | None, typer.Option(
+        metavar="SPEC", help="A check function as the verifier instead: package.module:function or "
+        "python:path/to/file.py:function.")] = None,
+    model: Annotated[str, typer.Option(help="The judge: a model id as `veriloop run --model` takes it (not loaded "
+                                            "for the sound verifier or a check).")] = DEFAULT_JUDGE,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", help="Run directory to write (resumable). Default: SOURCE-rescored-VERIFIER.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Trajectories judged at once.", min=1)] = None,
+    max_calls: Annotated[int | None, typer.Option(
+        help="Stop once the judge has made this many calls (every recorded call counts, cached or not; run again "
+        "with a higher cap to go on).", min=0)] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Stop once the judge's calls have used this many tokens.",
+                                                   min=0)] = None,
+    base_url: Opt.BaseUrl = None,
+    api_key: Opt.ApiKey = None,
+    cache: Opt.Cache = None,
+    threads: Opt.Threads = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+) -> None:
+    """Judge a run's recorded answers again with another verifier, generating nothing.
+
+    Writes a run directory whose trajectories hold the verifier's verdict of every
+    recorded attempt and answer with the first attempt it accepts, and rescore.md /
+    rescore.json: the verifier against ground truth (accuracy, false positive and false
+    negative rates with 95% intervals, by condition) and counterfactual stopping (each
+    loop or pool stopped where the verifier would have stopped it).
+    """
+    from ..checks import FunctionCheck, load_check
+    from ..experiment.budget import BudgetReached
+    from ..experiment.spec import Budget
+    from ..models.function import FunctionModel
+    from ..recorded.rescore import rescore
+    from ..report import print_markdown, print_summary
+    from ..verifiers import get_verifier
+
+    chosen: Any = FunctionCheck(load_check(check)) if check else verifier
+    if not check:
+        get_verifier(verifier)  # a typo fails before any model loads
+    label = getattr(chosen, "name", verifier) if check else verifier
+    needs_model = not check and verifier.partition("@")[0] != "sound"
+    run_dir = out_dir or source.with_name(f"{source.name}-rescored-{slug(str(label))}")
+    budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_usd=None)
+
+    async def job(s: Session) -> Any:
+        return await rescore(source, run_dir, chosen, s.model, config={"judge": model if needs_model else None},
+                             concurrency=concurrency, budget=budget, on_progress=s.progress.update)
+
+    try:
+        if needs_model:
+            choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
+                                 concurrency=concurrency)
+            result, _ = run_on_model(choice, job, progress=f"rescoring {source.name} with {label}", kept_in=run_dir)
+        else:
+            import asyncio
+
+            def no_judge(messages: object) -> str:
+                raise VeriloopError(f"the {label} verifier asked a model; give --model to judge with one")
+
+            # Nothing waits on a model: many trajectories at once, so their records go to disk in batches.
+            no_model = cast("Model", FunctionModel(no_judge, name="none", identity="none", concurrency=64))
+            result = asyncio.run(rescore(source, run_dir, chosen, no_model, config={"judge": None},
+                                         concurrency=concurrency, budget=budget))
+    except BudgetReached as exc:
+        raise VeriloopError(f"{exc}: the answers judged so far are kept in {run_dir}; run again with a higher cap "
+                            "to go on") from None
+    print_summary(out, result.summaries, f"{source} rescored by {label}")
+    print_markdown(out, (run_dir / "rescore.md").read_text(encoding="utf-8"))
+    out.print(f"{result.new} trajectories judged now, {result.reused} resumed, {result.backend_calls} backend calls; "
+              f"records in {run_dir}/", highlight=False, markup=False)
+    out.print(view_hint(run_dir), highlight=False, markup=False)

@@ -37,6 +37,7 @@ from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory
 from .answers import AnswerLine, Problem
 
 REPORT = "import.json"
+INSTANCES = "instances.jsonl"
 # The stop reasons of an imported trajectory: the source's loop ended as recorded, or a
 # loop stopped by a sound verifier accepted an attempt / ran out of attempts.
 RECORDED = "recorded"
@@ -105,6 +106,7 @@ def import_lines(
     trajectories: dict[tuple[str, str], Trajectory] = {}
     first_seen: dict[tuple[str, str], str] = {}
     skipped: list[Problem] = []
+    used: dict[str, Instance] = {}
     unreadable: list[Problem] = []
     count = 0
     for where, line in lines:
@@ -122,6 +124,7 @@ def import_lines(
                                           f"{line.condition!r} (the first is {first_seen[key]})"))
             continue
         t = trajectory_of(domain, instance, line)
+        used[instance.id] = instance
         if amend is not None:
             amend(t)
         trajectories[key], first_seen[key] = t, where
@@ -136,6 +139,9 @@ def import_lines(
                                                 default=str) + "\n")
         ordered = list(trajectories.values())
         write_file(out_dir / TRAJECTORIES, "".join(t.model_dump_json() + "\n" for t in ordered))
+        # The instances themselves: `rescore` judges against them, whatever made them (a
+        # data file, or the recorded prompts of a paper's release).
+        write_file(out_dir / INSTANCES, "".join(i.model_dump_json() + "\n" for i in used.values()))
         conditions = list(dict.fromkeys(t.strategy for t in ordered))
         summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in conditions]
         instances = list(dict.fromkeys(t.instance_id for t in ordered))

@@ -1,0 +1,313 @@
+"""A run's recorded answers judged again by another verifier, with no new answer.
+
+`rescore(source, out, verifier, model)` reads a run directory (imported or made by
+veriloop), judges every recorded attempt with the verifier, and writes an ordinary run
+directory: one trajectory per source trajectory, named `<condition> | rescored by <V>`,
+whose rounds are the recorded attempts with V's verdicts, whose calls are V's own (the
+judge's), and whose answer is the one a loop stopped by V would have given: the first
+attempt V accepts, else the last recorded one (counterfactual stopping).
+
+Invariants:
+- No answer is generated: the judge is the only model called, through the Episode as in
+  any run, so its calls are cached, resumable (a rescored trajectory is appended as it
+  is finished; a second run judges only what is missing) and budgeted (`max_calls`,
+  `max_tokens`: every judge call recorded counts, as in `veriloop eval`).
+- Ground truth is the source's: each round keeps the `correct` the source recorded.
+- Counterfactual stopping is exact for samples and for the attempts before the source's
+  own stop; where V rejects the source's last attempt, the loop would have gone on with
+  feedback nobody recorded, and the rescored trajectory ends at the last recorded attempt
+  (stop reason max_rounds): a lower bound for such a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, PrivateAttr
+
+from ..datafiles import loads
+from ..domains.base import Domain
+from ..episode import Episode
+from ..errors import VeriloopError
+from ..experiment.budget import Meter, MeteredModel, usage_of
+from ..experiment.dirlock import hold
+from ..experiment.jsonl import RecordWriter, load_records, write_file
+from ..experiment.metrics import StrategySummary, summarise, wilson_interval
+from ..experiment.runner import CONFIG, SUMMARY, TRAJECTORIES, check_run_dir, run_episode
+from ..experiment.spec import Budget
+from ..models.base import Model
+from ..records import Instance, RoundRecord, Trajectory
+from ..strategies.base import Strategy, VerifierSpec
+from ..studies.verification import JudgedItem, VerifierScore, score_verifier
+from ..verifiers import get_verifier
+from .importer import INSTANCES
+
+REPORT_JSON = "rescore.json"
+REPORT_MD = "rescore.md"
+
+
+class Rescore(Strategy):
+    """Judge each recorded attempt of one source condition; answer with the first accepted."""
+
+    kind: ClassVar[str] = "rescore"
+    summary: ClassVar[str] = "judge recorded attempts again (veriloop rescore); answer with the first accepted"
+
+    source: str
+    verifier: VerifierSpec
+    _recorded: dict[str, Trajectory] = PrivateAttr(default_factory=dict)
+
+    @property
+    def canonical(self) -> str:
+        label = self.verifier if isinstance(self.verifier, str) else getattr(self.verifier, "name", "verifier")
+        return f"{self.source} | rescored by {label}"
+
+    async def run(self, episode: Episode) -> None:
+        recorded = self._recorded[episode.instance.id]
+        verifier = get_verifier(self.verifier)
+        t = episode.trajectory
+        for r in recorded.rounds:
+            verdict = await verifier.verify(episode, r.text, r.round)
+            t.rounds.append(RoundRecord(round=r.round, text=r.text, answer=r.answer, verdict=verdict,
+                                        correct=r.correct))
+        stop = next((r for r in t.rounds if r.verdict is not None and r.verdict.ok), None)
+        chosen = stop or t.rounds[-1]
+        t.final_text, t.final_answer, t.correct = chosen.text, chosen.answer, chosen.correct
+        t.stop_reason = "verifier_accepted" if stop is not None else "max_rounds"
+
+
+class StoppingRow(BaseModel):
+    """One source condition: its recorded accuracy, the accuracy had V stopped its loop,
+    and what an oracle stopping at the first right attempt would have reached."""
+
+    condition: str
+    n: int
+    recorded: int
+    stopped_by_verifier: int
+    oracle: int
+    mean_attempts_recorded: float
+    mean_attempts_stopped: float
+    recorded_ci95: tuple[float, float]
+    stopped_ci95: tuple[float, float]
+
+
+class RescoreReport(BaseModel):
+    verifier: str
+    judge_model: str | None
+    overall: VerifierScore
+    by_condition: dict[str, VerifierScore]
+    stopping: list[StoppingRow]
+
+
+@dataclass
+class RescoreResult:
+    out_dir: Path
+    report: RescoreReport
+    summaries: list[StrategySummary]
+    new: int
+    reused: int
+    backend_calls: int
+
+
+def source_run(source: Path) -> tuple[dict[str, Any], list[Trajectory]]:
+    """A run directory's config and trajectories, or a VeriloopError naming what is missing."""
+    config_path, records = source / CONFIG, source / TRAJECTORIES
+    if not source.is_dir():
+        raise VeriloopError(f"{source}: no such run directory; give one `veriloop run` or `veriloop import` wrote")
+    if not config_path.exists() or not records.exists():
+        raise VeriloopError(f"{source} is not a run directory (no {CONFIG} and {TRAJECTORIES}); give one "
+                            "`veriloop run` or `veriloop import` wrote")
+    try:
+        config = loads(config_path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise VeriloopError(f"{config_path} is not valid JSON; restore it") from None
+    trajectories = [t for t in load_records(records, Trajectory) if t.rounds]
+    if not trajectories:
+        raise VeriloopError(f"{source} holds no recorded answer to judge")
+    return config, trajectories
+
+
+def source_domain(source: Path, config: Mapping[str, Any]) -> tuple[Domain, dict[str, Instance]]:
+    """The domain and instances a run was made on: an import's own instances.jsonl, else
+    the data its config names (the spec `veriloop run` and `eval` record)."""
+    from ..domains import get_domain
+
+    if (source / INSTANCES).exists():
+        domain = get_domain(str(config["domain"]), **dict(config.get("domain_options") or {}))
+        instances = load_records(source / INSTANCES, Instance)
+        return domain, {i.id: i for i in instances}
+    if "spec" in config:
+        from ..experiment.engine import build_domain
+        from ..experiment.spec import Experiment
+
+        spec = Experiment.model_validate(config["spec"])
+        planned = build_domain(spec, spec.domain_entry(spec.domain_keys()[0]))
+        return planned.domain, {i.id: i for i in planned.instances}
+    domain = get_domain(str(config["domain"]), **dict(config.get("domain_options") or {}))
+    data = config.get("data")
+    return domain, {i.id: i for i in domain.load_instances(None if data is None else str(data))}
+
+
+async def rescore(
+    source: Path, out_dir: Path, verifier: Any, model: Model, *, config: Mapping[str, object],
+    concurrency: int | None = None, budget: Budget | None = None, on_progress: Callable[[int, int], None] | None = None,
+) -> RescoreResult:
+    """Judge every recorded attempt in `source` with `verifier` on `model` (the judge) into
+    `out_dir` (see the module docstring). `config` names the judge's settings; a directory
+    made with others is refused. A spent budget raises BudgetReached after the finished
+    trajectories are on disk."""
+    started = time.perf_counter()
+    src_config, recorded = source_run(source)
+    domain, instances = source_domain(source, src_config)
+    missing = sorted({t.instance_id for t in recorded} - set(instances))
+    if missing:
+        raise VeriloopError(f"{source}: instance {missing[0]!r} (and {len(missing) - 1} more) is not in the run's data "
+                            "any more; the data file changed since the run")
+    conditions: dict[str, Rescore] = {}
+    for t in recorded:
+        strategy = conditions.setdefault(t.strategy, Rescore(source=t.strategy, verifier=verifier))
+        strategy._recorded[t.instance_id] = t
+    label = next(iter(conditions.values())).canonical.rpartition(" | rescored by ")[2]
+    with hold(out_dir):
+        full = {**config, "rescored_from": str(source.resolve()), "domain": domain.name, "seed": 0,
+                "verifier": label, "model_identity": model.identity}
+        check_run_dir(out_dir, full)
+        write_file(out_dir / CONFIG, json.dumps(full, indent=2, default=str) + "\n")
+        done = {t.key: t for t in load_records(out_dir / TRAJECTORIES, Trajectory)}
+        todo = [(s, instances[t.instance_id]) for t in recorded
+                for s in [conditions[t.strategy]] if (s.canonical, t.instance_id, 0) not in done]
+        judge: Model = model
+        if budget is not None and budget.is_set():
+            judge = MeteredModel(model, [Meter("rescore", budget, usage_of(done.values(), lambda *a: 0.0))],
+                                 lambda p, c: 0.0)
+        total, finished = len(recorded), len(recorded) - len(todo)
+        if on_progress:
+            on_progress(finished, total)
+        semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
+        writer = RecordWriter(out_dir / TRAJECTORIES)
+        new: list[Trajectory] = []
+
+        async def one(strategy: Rescore, instance: Instance) -> None:
+            nonlocal finished
+            async with semaphore:
+                t = await run_episode(judge, domain, strategy, instance, 0)
+                await writer.append(t)
+                new.append(t)
+                finished += 1
+                if on_progress:
+                    on_progress(finished, total)
+
+        tasks = [asyncio.create_task(one(s, i)) for s, i in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            from ..experiment.runner import cancel_and_wait
+
+            await cancel_and_wait(tasks)
+            raise
+        finally:
+            await writer.aclose()
+        rescored = {**done, **{t.key: t for t in new}}
+        report = rescore_report(recorded, rescored, conditions, label,
+                                None if isinstance(verifier, str) and verifier == "sound" else model.name)
+        ordered = [rescored[(conditions[t.strategy].canonical, t.instance_id, 0)] for t in recorded]
+        names = list(dict.fromkeys(t.strategy for t in ordered))
+        summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in names]
+        write_file(out_dir / SUMMARY, json.dumps({
+            "rescored_from": str(source), "verifier": label, "instances": list(dict.fromkeys(t.instance_id for t in ordered)),
+            "backend_calls_this_run": sum(not c.cached for t in new for c in t.calls),
+            "wall_seconds_this_run": round(time.perf_counter() - started, 3),
+            "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in summaries},
+        }, indent=2) + "\n")
+        write_file(out_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
+        write_file(out_dir / REPORT_MD, report_markdown(report, source))
+    return RescoreResult(out_dir, report, summaries, len(new), len(done),
+                         sum(not c.cached for t in new for c in t.calls))
+
+
+def rescore_report(recorded: list[Trajectory], rescored: Mapping[tuple[str, str, int], Trajectory],
+                   conditions: Mapping[str, Rescore], label: str, judge_model: str | None) -> RescoreReport:
+    """The verifier against ground truth (over every recorded attempt; by condition, which
+    is the answer kind where the source has kinds) and counterfactual stopping."""
+    items: dict[str, list[JudgedItem]] = defaultdict(list)
+    pairs: dict[str, list[tuple[Trajectory, Trajectory]]] = defaultdict(list)
+    for t in recorded:
+        r = rescored[(conditions[t.strategy].canonical, t.instance_id, 0)]
+        pairs[t.strategy].append((t, r))
+        for index, round in enumerate(r.rounds):
+            verdict = round.verdict
+            items[t.strategy].append(JudgedItem(
+                domain=t.domain, instance_id=t.instance_id, index=index, kind=t.strategy, candidate=round.text,
+                truth=round.correct, judge=label, judged_ok=None if verdict is None else verdict.ok,
+                unreadable=bool(verdict and verdict.unreadable), reply="",
+            ))
+    stopping = []
+    for condition, both in pairs.items():
+        n = len(both)
+        kept = sum(t.correct for t, _ in both)
+        stopped = sum(r.correct for _, r in both)
+        stopping.append(StoppingRow(
+            condition=condition, n=n, recorded=kept, stopped_by_verifier=stopped,
+            oracle=sum(any(x.correct for x in t.rounds) for t, _ in both),
+            mean_attempts_recorded=sum(len(t.rounds) for t, _ in both) / n,
+            mean_attempts_stopped=sum(_attempts_used(r) for _, r in both) / n,
+            recorded_ci95=wilson_interval(kept, n), stopped_ci95=wilson_interval(stopped, n),
+        ))
+    return RescoreReport(
+        verifier=label, judge_model=judge_model,
+        overall=score_verifier(i for group in items.values() for i in group),
+        by_condition={c: score_verifier(group) for c, group in items.items()}, stopping=stopping,
+    )
+
+
+def _attempts_used(t: Trajectory) -> int:
+    """Attempts a loop stopped by the verifier would have drawn: up to its first acceptance."""
+    for i, r in enumerate(t.rounds):
+        if r.verdict is not None and r.verdict.ok:
+            return i + 1
+    return len(t.rounds)
+
+
+def _rate(x: float | None, ci: tuple[float, float] | None, k: int, n: int) -> str:
+    if x is None or ci is None:
+        return "-"
+    return f"{100 * x:.1f}% ({k}/{n}; {100 * ci[0]:.1f}-{100 * ci[1]:.1f})"
+
+
+def report_markdown(report: RescoreReport, source: Path) -> str:
+    """rescore.md: the verifier against ground truth, then counterfactual stopping."""
+    judge = f" on {report.judge_model}" if report.judge_model else ""
+    lines = [
+        f"# {report.verifier}{judge} on the recorded answers of {source}", "",
+        "## The verifier against ground truth (every recorded attempt; 95% Wilson intervals)", "",
+        "| answers | n | accuracy | false positive rate (accepted among wrong) | "
+        "false negative rate (rejected among right) | judge replies not read |",
+        "|---|---:|---|---|---|---:|",
+    ]
+    for name, s in [*report.by_condition.items(), ("all", report.overall)]:
+        right = round(s.accuracy * s.n)
+        lines.append(f"| {name} | {s.n} | {_rate(s.accuracy, s.accuracy_ci95, right, s.n)} | "
+                     f"{_rate(s.false_positive_rate, s.fpr_ci95, s.false_positives, s.negatives)} | "
+                     f"{_rate(s.false_negative_rate, s.fnr_ci95, s.false_negatives, s.positives)} | {s.unreadable} |")
+    lines += [
+        "", f"## Counterfactual stopping: each recorded loop or pool stopped at the first attempt {report.verifier} "
+        "accepts", "",
+        "| condition | n | recorded answer | stopped by the verifier | oracle (first right attempt) | "
+        "attempts (recorded / stopped) |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for row in report.stopping:
+        lines.append(
+            f"| {row.condition} | {row.n} | {_rate(row.recorded / row.n, row.recorded_ci95, row.recorded, row.n)} | "
+            f"{_rate(row.stopped_by_verifier / row.n, row.stopped_ci95, row.stopped_by_verifier, row.n)} | "
+            f"{row.oracle}/{row.n} | {row.mean_attempts_recorded:.2f} / {row.mean_attempts_stopped:.2f} |")
+    lines += ["", "Where the verifier rejects a loop's last recorded attempt, the loop would have gone on with feedback "
+              "nobody recorded: it is counted with its last attempt (a lower bound).", ""]
+    return "\n".join(lines)
+
