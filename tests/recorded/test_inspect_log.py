@@ -1,0 +1,219 @@
+"""inspect_answers on real inspect_ai logs: `inspect_ai.eval` writes them here, offline,
+with inspect's own mock model (`mockllm/model`) answering Game of 24 puzzles named by
+veriloop's instance ids (tests/data/game24_inspect.csv: ranks 1-4 are game24-r1..r4).
+
+The mock's replies are keyed by puzzle and epoch (the solver passes the epoch as the
+generate seed), not by call order: inspect runs samples and epochs concurrently, so the
+order of calls is not the order of the log. Each reply also carries its token usage:
+without it the mock counts tokens with tiktoken's o200k_base, which it downloads.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import inspect_ai
+import pytest
+from helpers import ROOT
+from inspect_ai import Task
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
+from inspect_ai.model._providers.mockllm import MockLLM
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from veriloop.domains import get_domain
+from veriloop.errors import VeriloopError
+from veriloop.recorded.inspect_log import inspect_answers
+
+# inspect_ai 0.3.285's own retry setup calls tenacity with a deprecated argument.
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+
+PUZZLES = ROOT / "tests" / "data" / "game24_inspect.csv"
+SYSTEM = "You play the Game of 24."
+
+# (puzzle, epoch) -> the mock's reply; None raises inside the model, so the sample errors.
+REPLIES: dict[tuple[str, int], str | None] = {
+    ("1 2 3 4", 1): "Answer: 1 * 2 * 3 * 4",  # right
+    ("1 2 3 4", 2): "Answer: (1 + 2 + 3) * 4",  # right
+    ("2 3 4 5", 1): "Answer: 2 * 3 + 4 + 5",  # wrong: 15
+    ("2 3 4 5", 2): "Answer: (5 + 3 - 2) * 4",  # right
+    ("3 3 8 8", 1): "I give up.",  # malformed: no expression
+    ("3 3 8 8", 2): "Answer: 8 / (3 - 8 / 3)",  # right
+    ("1 1 4 6", 1): None,  # the sample errors
+    ("1 1 4 6", 2): "Answer: 4 * 6 * 1 * 1",  # right
+}
+
+
+def ask(numbers: str) -> str:
+    return f"Make 24 from {numbers}, using each number once. End with a line `Answer: <expression>`."
+
+
+def dataset() -> list[Sample]:
+    return [
+        Sample(id=1, input=ask("1 2 3 4"), metadata={"instance_id": "game24-r1"}),
+        Sample(id=2, input=ask("2 3 4 5"), metadata={"instance_id": "game24-r2"}),
+        # A chat input (system + user), and one sample named by its id alone (no metadata).
+        Sample(id=3, input=[ChatMessageSystem(content=SYSTEM), ChatMessageUser(content=ask("3 3 8 8"))],
+               metadata={"instance_id": "game24-r3"}),
+        Sample(id="game24-r4", input=ask("1 1 4 6")),
+    ]
+
+
+@solver
+def generate_with_epoch_seed() -> Solver:
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        return await generate(state, seed=state.epoch)
+
+    return solve
+
+
+def mock_reply(text: str | None) -> ModelOutput:
+    output = ModelOutput.from_content("mockllm/model", text or "")
+    output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    return output
+
+
+def by_puzzle_and_epoch(messages: list[Any], tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
+    numbers = re.search(r"Make 24 from ([\d ]+),", messages[-1].text)
+    assert numbers is not None
+    reply = REPLIES[(numbers.group(1), config.seed)]
+    if reply is None:
+        raise RuntimeError("the mock model fails on this sample")
+    return mock_reply(reply)
+
+
+def run_eval(log_dir: Path, outputs: Any, **options: Any) -> EvalLog:
+    task = Task(dataset=dataset(), solver=generate_with_epoch_seed(), name="game24_mock")
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    [log] = inspect_ai.eval(task, model=model, log_dir=str(log_dir), epochs=2, display="none",
+                            fail_on_error=False, **options)
+    return log
+
+
+@pytest.fixture(scope="module")
+def inspect_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """inspect keeps traces and buffers under the user's data folder: a temporary one here."""
+    home = tmp_path_factory.mktemp("inspect_home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(home / "data"))
+        patch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+        yield home
+
+
+@pytest.fixture(scope="module")
+def eval_log(tmp_path_factory: pytest.TempPathFactory, inspect_home: Path) -> Path:
+    log = run_eval(tmp_path_factory.mktemp("logs"), by_puzzle_and_epoch)
+    assert log.status == "success"
+    return Path(log.location)
+
+
+def expected(where: Path) -> list[tuple[str, dict[str, Any]]]:
+    def line(sample: str, instance: str, puzzle: str, messages: list[dict[str, str]] | None = None,
+             ) -> tuple[str, dict[str, Any]]:
+        return f"{where}, sample {sample}", {
+            "instance_id": instance,
+            "responses": [REPLIES[(puzzle, 1)] or "", REPLIES[(puzzle, 2)] or ""],
+            "condition": "inspect:game24_mock",
+            "model": "mockllm/model",
+            "messages": messages or [{"role": "user", "content": ask(puzzle)}],
+        }
+
+    return [
+        line("1", "game24-r1", "1 2 3 4"),
+        line("2", "game24-r2", "2 3 4 5"),
+        line("3", "game24-r3", "3 3 8 8",
+             [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ask("3 3 8 8")}]),
+        line("game24-r4", "game24-r4", "1 1 4 6"),
+    ]
+
+
+def test_each_sample_is_one_line_with_its_epochs_in_order(eval_log: Path):
+    assert eval_log.suffix == ".eval"
+    assert list(inspect_answers(eval_log)) == expected(eval_log)
+
+
+def test_the_errored_epoch_is_an_empty_reply(eval_log: Path):
+    errored = [(s.id, s.epoch) for s in read_eval_log(str(eval_log)).samples or [] if s.error is not None]
+    assert errored == [("game24-r4", 1)]
+    answers = dict(inspect_answers(eval_log))
+    assert answers[f"{eval_log}, sample game24-r4"]["responses"] == ["", "Answer: 4 * 6 * 1 * 1"]
+
+
+def test_a_folder_and_the_json_format_read_alike(eval_log: Path, tmp_path: Path):
+    as_json = tmp_path / "nested" / "game24_mock.json"
+    as_json.parent.mkdir()
+    write_eval_log(read_eval_log(str(eval_log)), str(as_json), format="json")
+    (tmp_path / "logs.json").write_text("{}")  # inspect's folder manifest is not a log
+    assert list(inspect_answers(tmp_path)) == expected(as_json)
+
+
+def test_the_replies_verify_as_the_mock_answered(eval_log: Path):
+    domain = get_domain("game24")
+    instances = {instance.id: instance for instance in domain.load_instances(str(PUZZLES))}
+    verdicts = {
+        line["instance_id"]: [domain.verify(instances[line["instance_id"]], reply).ok for reply in line["responses"]]
+        for _, line in inspect_answers(eval_log)
+    }
+    assert verdicts == {
+        "game24-r1": [True, True],
+        "game24-r2": [False, True],
+        "game24-r3": [False, True],
+        "game24-r4": [False, True],
+    }
+
+
+def test_the_mock_models_default_output_is_a_wrong_answer(tmp_path: Path, inspect_home: Path):
+    log = run_eval(tmp_path, lambda *_: mock_reply(MockLLM.default_output), limit=1)
+    [(_, line)] = inspect_answers(Path(log.location))
+    assert line["responses"] == ["Default output from mockllm/model"] * 2
+    domain = get_domain("game24")
+    instance = domain.load_instances(str(PUZZLES), n=1)[0]
+    assert line["instance_id"] == instance.id == "game24-r1"
+    verdict = domain.verify(instance, line["responses"][0])
+    assert (verdict.ok, [error.kind for error in verdict.errors]) == (False, ["malformed"])
+
+
+def test_an_unfinished_eval_is_refused_naming_the_file(eval_log: Path, tmp_path: Path):
+    cancelled = tmp_path / "cancelled.eval"
+    write_eval_log(read_eval_log(str(eval_log)).model_copy(update={"status": "cancelled"}), str(cancelled))
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(cancelled))}: the eval did not succeed "
+                                            r"\(status cancelled\); .*eval-retry"):
+        list(inspect_answers(cancelled))
+
+
+@pytest.mark.parametrize(("name", "content", "reason"), [
+    ("other.json", '{"a": 1}', r"not an inspect log that inspect_ai can read \(1 validation error for EvalLog\)"),
+    ("broken.eval", "hello", r"not an inspect log that inspect_ai can read \(EOCD not found\)"),
+    ("notes.txt", "hello", r"not an inspect log \(\.eval or \.json\)"),
+])
+def test_a_file_that_is_not_a_log_is_one_error_naming_it(tmp_path: Path, name: str, content: str, reason: str):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(path))}: {reason}"):
+        list(inspect_answers(path))
+
+
+def test_a_folder_without_logs_and_a_missing_path(tmp_path: Path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(VeriloopError, match=r": no inspect log \(\.eval or \.json\) in this folder"):
+        list(inspect_answers(tmp_path))
+    with pytest.raises(VeriloopError, match=r"missing\.eval: no such file"):
+        list(inspect_answers(tmp_path / "missing.eval"))
+
+
+def test_without_inspect_ai_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # an import of it raises ImportError
+    with pytest.raises(VeriloopError, match=r"^--format inspect reads logs with inspect_ai: "
+                                            r"pip install 'veriloop\[inspect\]'$"):
+        list(inspect_answers(tmp_path))
+
+
+def test_veriloop_starts_without_importing_inspect_ai():
+    code = "import sys, veriloop.cli, veriloop.recorded.inspect_log; print('inspect_ai' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout == "False\n"
