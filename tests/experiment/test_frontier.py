@@ -16,6 +16,7 @@ from scripted import play
 
 from veriloop.domains import get_domain
 from veriloop.experiment.frontier import (
+    FrontierCurve,
     FrontierPanel,
     FrontierPoint,
     correct_within,
@@ -376,3 +377,31 @@ def test_plot_frontier_refuses_an_empty_figure(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one panel"):
         plot_frontier(tmp_path / "frontier.png", [])
     assert not (tmp_path / "frontier.png").exists()
+
+
+def test_pool_curves_are_drawn_in_their_strategys_colour_and_named_in_the_legend(tmp_path: Path, monkeypatch) -> None:
+    import matplotlib.figure
+
+    saved: list[matplotlib.figure.Figure] = []
+    real = matplotlib.figure.Figure.savefig
+
+    def keep(self: matplotlib.figure.Figure, *args, **kwargs) -> None:
+        saved.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    points = [FrontierPoint("a", 15.0, 0.5, 0.2, 0.8), FrontierPoint("b", 20.0, 0.5, 0.2, 0.8)]
+    curve = FrontierCurve("b", "pass@k", [10.0, 20.0], [0.25, 0.5], [0.1, 0.2], [0.5, 0.8])
+    wide = FrontierCurve("a", "maj@k", [1.0, 100.0], [0.0, 0.5], [0.0, 0.2], [0.3, 0.8])
+    plot_frontier(tmp_path / "frontier.png", [FrontierPanel("t", points, [curve], "left out: c"),
+                                              FrontierPanel("u", points, [wide])])
+    [figure] = saved
+    first, second = figure.axes[:2]
+    [drawn] = [line for line in first.get_lines() if line.get_linestyle() == ":"]
+    # "b" is the second strategy: matplotlib's second colour, C1.
+    assert (list(drawn.get_xdata()), list(drawn.get_ydata()), drawn.get_color()) == ([10.0, 20.0], [25.0, 50.0], "C1")
+    assert first.get_xlabel() == "mean tokens per instance (prompt + completion)\nleft out: c"
+    # The curve's 1 to 100 tokens span more than a factor of 20: the axis turns logarithmic.
+    assert (first.get_xscale(), second.get_xscale()) == ("linear", "log")
+    names = [t.get_text() for legend in figure.legends for t in legend.get_texts()]
+    assert names == ["a", "b", "Pareto front", "pass@k (pool, over k)", "maj@k (pool, over k)"]

@@ -8,6 +8,13 @@ on what it would have answered then. Alongside that table, the accuracy-vs-token
 and its Pareto front show which strategies are worth their cost at all.
 
 Everything is computed from recorded trajectories: no model is called again.
+
+A strategy whose rounds form pools of answers (experiment.pools) may add its pool curves
+(pass@k, maj@k, best-of-k, first@k) to a panel: each a line over k placed at k times the
+tokens of one sample, in the strategy's colour, without its intervals (four bands per
+strategy would hide the points; the pool tables and the viewer give them). They show what
+k samples would buy, and are not strategies: the Pareto front is the strategies' points
+alone.
 """
 
 from __future__ import annotations
@@ -15,9 +22,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..records import RoundRecord, Trajectory
 from ..selfcheck.scoring import vote
@@ -282,11 +289,28 @@ class FrontierPoint:
 
 
 @dataclass(frozen=True)
+class FrontierCurve:
+    """A strategy's pool metric over k (experiment.pools) in the accuracy-vs-cost plane:
+    `tokens[i]` is what k = i + 1 samples cost; `values` and the interval are fractions
+    (the interval is kept for callers; the plot draws the line alone)."""
+
+    label: str
+    metric: str
+    tokens: list[float]
+    values: list[float]
+    ci_low: list[float]
+    ci_high: list[float]
+
+
+@dataclass(frozen=True)
 class FrontierPanel:
-    """One subplot of `plot_frontier`: usually one (domain, model)."""
+    """One subplot of `plot_frontier`: usually one (domain, model). `curves`: pool curves
+    drawn with the points; `note`: one line under the plot (e.g. what was left out)."""
 
     title: str
     points: list[FrontierPoint]
+    curves: list[FrontierCurve] = field(default_factory=list)
+    note: str = ""
 
 
 def frontier_points(groups: Mapping[str, Sequence[Trajectory]]) -> list[FrontierPoint]:
@@ -329,6 +353,10 @@ def pareto_front(points: Sequence[PointT]) -> list[PointT]:
 
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
+# One line style per pool metric (the Pareto front is the black dashed line).
+_CURVE_STYLES: dict[str, Any] = {
+    "pass@k": ":", "maj@k": "-.", "best-of-k": (0, (6, 2)), "first@k": "-",
+}
 
 
 def plot_frontier(path: Path, panels: list[FrontierPanel]) -> None:
@@ -349,7 +377,8 @@ def plot_frontier(path: Path, panels: list[FrontierPanel]) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    labels = list(dict.fromkeys(p.label for panel in panels for p in panel.points))
+    labels = list(dict.fromkeys([*(p.label for panel in panels for p in panel.points),
+                                 *(c.label for panel in panels for c in panel.curves)]))
     style = {label: (f"C{i % 10}", _MARKERS[i % len(_MARKERS)]) for i, label in enumerate(labels)}
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -367,7 +396,10 @@ def plot_frontier(path: Path, panels: list[FrontierPanel]) -> None:
     ]
     handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, marker="o", markersize=11,
                           markerfacecolor="none", label="Pareto front"))
-    longest = max(len(name) for name in [*labels, "Pareto front"])
+    metrics = list(dict.fromkeys(c.metric for panel in panels for c in panel.curves))
+    handles += [Line2D([], [], color="grey", linestyle=_CURVE_STYLES.get(m, "-"), linewidth=1.4,
+                       label=f"{m} (pool, over k)") for m in metrics]
+    longest = max(len(str(h.get_label())) for h in handles)
     # About 0.065 inch per character at font size 8, plus the marker: as many legend
     # columns as fit across the figure.
     columns = max(1, min(len(handles), int(4.6 * ncols / (0.065 * longest + 0.6))))
@@ -380,10 +412,17 @@ def _draw_panel(ax: Axes, panel: FrontierPanel, style: dict[str, tuple[str, str]
     from matplotlib.ticker import MaxNLocator
 
     ax.set_title(panel.title, fontsize=10)
-    ax.set_xlabel("mean tokens per instance (prompt + completion)", fontsize=8)
+    # The note goes under the axis label, where constrained layout makes room for it.
+    note = f"\n{panel.note}" if panel.note else ""
+    ax.set_xlabel(f"mean tokens per instance (prompt + completion){note}", fontsize=8)
     ax.set_ylabel("accuracy (%), bars: 95% CI", fontsize=8)
     ax.set_ylim(-2, 102)
     ax.grid(alpha=0.3)
+    for curve in panel.curves:
+        # Under the points: a curve at k = n usually ends on its own strategy's point.
+        colour = style[curve.label][0]
+        ax.plot(curve.tokens, [100 * v for v in curve.values], color=colour,
+                linestyle=_CURVE_STYLES.get(curve.metric, "-"), linewidth=1.4, marker=".", markersize=3, zorder=1)
     if not panel.points:
         ax.text(0.5, 0.5, "no strategies", transform=ax.transAxes, ha="center", va="center", color="grey")
         return
@@ -409,11 +448,11 @@ def _draw_panel(ax: Axes, panel: FrontierPanel, style: dict[str, tuple[str, str]
     ax.step(xs, ys, where="post", color="black", linestyle="--", linewidth=1, zorder=2)
     rings = [(7 + 3 * (same_spot[(p.tokens_per_instance, p.accuracy)] - 1) + 6) ** 2 for p in front]
     ax.scatter(xs, ys, s=rings, facecolors="none", edgecolors="black", linewidths=1.1, zorder=4)
-    all_x = [p.tokens_per_instance for p in panel.points]
+    all_x = [p.tokens_per_instance for p in panel.points] + [x for c in panel.curves for x in c.tokens]
     low, high = min(all_x), max(all_x)
     if low > 0 and high / low > 20:
         ax.set_xscale("log")
-        ax.set_xlabel("mean tokens per instance (prompt + completion, log scale)", fontsize=8)
+        ax.set_xlabel(f"mean tokens per instance (prompt + completion, log scale){note}", fontsize=8)
         return
     # Tokens are never negative, so the axis starts just left of 0. With every strategy
     # at 0 tokens (a stub model, answers recorded without usage) the range is [0, 1]

@@ -136,18 +136,22 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     """results.csv/.md/.json, frontier.png and the matched-budget tables in the
     experiment's directory; returns the rows."""
     from .frontier import FrontierPanel, FrontierPoint, matched_budget_markdown, plot_frontier
+    from .pools import experiment_pools, frontier_curves, frontier_note, pools_json, pools_markdown, pools_section
 
     out = result.out_dir
     rows = [cell_result(experiment, p) for p in result.plans]
     _write(out / "results.csv", results_csv(rows))
+    pools = experiment_pools((r.domain, r.model, r.seed, r.strategy, cell_trajectories(p))
+                             for r, p in zip(rows, result.plans))
     payload = {
         "experiment": experiment.name, "cells": [r.model_dump() for r in rows], "stopped": result.stopped,
-        "incomplete_cells": result.incomplete_cells,
+        "incomplete_cells": result.incomplete_cells, "pools": pools_json(pools),
     }
     _write(out / "results.json", json.dumps(payload, indent=2) + "\n")
     grouped = groups_of(result.plans)
     panels = []
     budget_tables = []
+    pool_tables: list[str] = []
     for (domain, model, seed), groups in grouped.items():
         title = f"{domain} · {model}" + (f" · seed {seed}" if len(experiment.seeds) > 1 else "")
         by_label = {r.strategy: r for r in rows if (r.domain, r.model, r.seed) == (domain, model, seed)}
@@ -157,7 +161,9 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
             for label in groups if by_label[label].n
         ]
         if points:
-            panels.append(FrontierPanel(title, points))
+            group_pools = pools.get((domain, model, seed), [])
+            panels.append(FrontierPanel(title, points, frontier_curves(group_pools), frontier_note(group_pools)))
+            pool_tables.append(pools_markdown(title, group_pools))
         if any(groups.values()):
             budget_tables.append(matched_budget_markdown(title, {k: v for k, v in groups.items() if v}))
     if panels:
@@ -173,6 +179,7 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     lines += ["", "## Accuracy at matched token budgets", "",
               "Accuracy vs mean tokens per instance, with the Pareto front: frontier.png.", ""]
     lines += budget_tables
+    lines += pools_section([t for t in pool_tables if t])
     _write(out / "results.md", "\n".join(lines) + "\n")
     return rows
 

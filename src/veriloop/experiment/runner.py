@@ -198,16 +198,23 @@ def finish_run(
         backend_calls=sum(not call.cached for t in new for call in t.calls),
         wall_seconds=round(time.perf_counter() - started, 3),
     )
-    write_summary(result, instances, seed)
+    write_summary(result, instances, seed, all_done.values())
     return result
 
 
-def write_summary(result: RunResult, instances: list[Instance], seed: int) -> None:
+def write_summary(result: RunResult, instances: list[Instance], seed: int,
+                  trajectories: Iterable[Trajectory] | None = None) -> None:
+    """summary.json: the strategies' summaries, and the pool curves (experiment.pools)
+    of those whose trajectories (`trajectories`, else the run's file) have pools."""
+    from .pools import run_pools
+
+    ts = load_trajectories(result.out_dir / TRAJECTORIES) if trajectories is None else trajectories
     payload = {
         "seed": seed,
         "instances": [i.id for i in instances],
         "backend_calls_this_run": result.backend_calls,
         "wall_seconds_this_run": result.wall_seconds,
         "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in result.summaries},
+        "pools": run_pools([s.strategy for s in result.summaries], [i.id for i in instances], seed, ts),
     }
     write_file(result.out_dir / SUMMARY, json.dumps(payload, indent=2) + "\n")
