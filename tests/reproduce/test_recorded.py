@@ -9,16 +9,24 @@ import shutil
 import pytest
 from helpers import assert_one_line_error, the_error, veriloop
 
+from veriloop.domains import get_domain
 from veriloop.reproduce.recorded import (
     ANSWER_MARKER,
     EXTRA_VERTEX,
     ISOLATED,
     KINDS,
+    MORE_THAN_TWO,
+    NUMBER_AFTER_COLOR,
     PROMPT_REPEATED,
+    REVERSED_EDGE,
+    SAME_COLOR_WORD,
     SECOND_TRY,
+    SKIPPED_SENTENCE,
     WORD_COLOURS,
+    _critique_cause,
     color_table1,
     color_verification,
+    critique_causes,
     critique_table,
     game24_0613_table1,
     game24_table1,
@@ -56,9 +64,46 @@ def test_table_a4_from_the_authors_evaluation_is_the_papers_and_veriloops_reader
         ("correct", 29, 72, 7, 0, 100), ("ablated", 24, 52, 5, 187, 0), ("non-optimal", 18, 65, 3, 0, 0),
         ("random", 10, 26, 5, 736, 0), ("llm", 26, 41, 6, 240, 18),
     ]
-    # veriloop's critique reader finds fewer hallucinations; 19 of the 500 replies it reads otherwise.
+    # veriloop's critique reader finds fewer hallucinated edges; 19 of the 500 replies it reads otherwise.
     assert [r.veriloop for r in rows] == [(27, 70, 2), (25, 51, 5), (18, 63, 1), (10, 22, 4), (25, 38, 2)]
     assert [len(r.read_otherwise) for r in rows] == [6, 2, 2, 4, 5]
+
+
+def test_every_critique_read_otherwise_is_a_convention_of_the_authors_reader(judged, shared_data):
+    items, _ = judged
+    rows = critique_table(shared_data / "self_verification_outputs", shared_data / "graph_coloring", items)
+
+    def replies(kind: str, *keys: int) -> list[str]:
+        return [f"{kind}/coloring-instance-{k}" for k in keys]
+
+    assert critique_causes(rows) == {
+        REVERSED_EDGE: replies("correct", 28, 34, 48) + replies("ablated", 15) + replies("non-optimal", 45, 70)
+        + replies("random", 23, 39, 51, 61) + replies("llm", 13, 33),
+        MORE_THAN_TWO: replies("correct", 45) + replies("llm", 36, 57),
+        SAME_COLOR_WORD: replies("correct", 30) + replies("ablated", 85),
+        NUMBER_AFTER_COLOR: replies("correct", 74),
+        SKIPPED_SENTENCE: replies("llm", 59),
+    }
+    # (vertex, edge) as the authors count them and as veriloop does, per cause: a reversed edge is
+    # one the authors call hallucinated; in an unread sentence veriloop finds what they did not.
+    directions = {(r.cause, r.authors, r.veriloop) for row in rows for r in row.read_otherwise}
+    assert directions == {
+        (REVERSED_EDGE, (True, True), (True, False)), (REVERSED_EDGE, (False, True), (False, False)),
+        (MORE_THAN_TWO, (True, True), (False, True)), (MORE_THAN_TWO, (True, True), (True, False)),
+        (MORE_THAN_TWO, (True, True), (False, False)),
+        (SAME_COLOR_WORD, (False, False), (False, True)), (SAME_COLOR_WORD, (False, False), (True, False)),
+        (NUMBER_AFTER_COLOR, (True, True), (False, True)), (SKIPPED_SENTENCE, (False, False), (False, True)),
+    }
+
+
+def test_a_critique_read_otherwise_for_no_convention_of_theirs_says_so():
+    graph = get_domain("coloring").parse_instance({"graph": "e 2 11\ne 0 3"})
+    assert _critique_cause("Vertices 11 and 2 share an edge.", graph, (False, True), (False, False)) == REVERSED_EDGE
+    # The same pair in the file's order explains nothing: the counts are given instead.
+    assert _critique_cause("Vertices 2 and 11 share an edge.", graph, (False, True), (False, False)) == (
+        "unexplained: the authors count vertex False, edge True; veriloop vertex False, edge False")
+    assert _critique_cause("Same-color vertices 0 and 1 share an edge. Vertex 3 is Color 1.", graph,
+                           (False, False), (True, True)) == SAME_COLOR_WORD
 
 
 def test_every_disagreement_of_the_verifier_with_the_authors_is_an_uncoloured_isolated_vertex(judged):
@@ -137,6 +182,12 @@ def test_the_command_writes_the_table_beside_the_papers(tmp_path, shared_data):
     assert "| random | 10 | 26 | 5 | 736 | 0 | 10 / 22 / 4 | 4 | 10 / 26 / 5 / 736 / 0 |" in (
         tmp_path / "out" / "critique.md").read_text()
     assert payload["table_a4"]["llm"]["authors"] == {"vertex": 26, "edge": 41, "both": 6}
+    assert f"| {REVERSED_EDGE} | 12 |" in (tmp_path / "out" / "critique.md").read_text()
+    assert {cause: len(replies) for cause, replies in payload["table_a4_read_otherwise"].items()} == {
+        REVERSED_EDGE: 12, MORE_THAN_TWO: 3, SAME_COLOR_WORD: 2, NUMBER_AFTER_COLOR: 1, SKIPPED_SENTENCE: 1}
+    assert payload["table_a4"]["llm"]["read_otherwise"][-1] == {
+        "instance_id": "coloring-instance-59", "authors": {"vertex": False, "edge": False},
+        "veriloop": {"vertex": False, "edge": True}, "cause": SKIPPED_SENTENCE}
     assert payload["table2"]["coloring"]["paper"] == {"accuracy": "72.4%", "false_positive_rate": "6.5%",
                                                       "false_negative_rate": "95.8%"}
     assert payload["table2"]["coloring"]["veriloop"]["false_positives"] == 25

@@ -14,6 +14,10 @@ Invariants:
   each place it decides otherwise is a `Disagreement` with its cause, never dropped.
 - GPT-4 accepted a candidate exactly when its reply holds "Verifier confirmed success"
   (the phrase the prompt asked for, as the authors scored it).
+- Table A4 (hallucinations in those replies) is counted from the authors' stored evaluation,
+  and beside it by the coloring domain's own critique reader; each reply the two count
+  otherwise is a `ReadOtherwise` with the convention of the authors' reader behind it
+  (REVERSED_EDGE, ...), or "unexplained: ..." when none is, never dropped.
 - Nothing is written into the recorded folder; a file that is missing or not in the
   authors' layout is one VeriloopError naming it.
 """
@@ -198,6 +202,33 @@ PAPER_TABLE_A4 = {  # kind: (vertex, edge, both, errors, correct), the paper's T
     "correct": (29, 72, 7, 0, 100), "ablated": (24, 52, 5, 187, 0), "non-optimal": (18, 65, 3, 0, 0),
     "random": (10, 26, 5, 736, 0), "llm": (26, 41, 6, 240, 18),
 }
+# Why veriloop's critique reader and the authors' read a reply otherwise: their reader's
+# conventions, inferred from their stored counts. It reads the sentences between full
+# stops, takes the first number after each word "color" as a colour and the sentence's
+# other numbers as the vertices, in order.
+REVERSED_EDGE = ("an edge named in the other order than the graph file's (11 and 2 for 'e 2 11'): the authors' "
+                 "reader looks the pair up in order and counts it hallucinated, veriloop's reads the graph's edge")
+SAME_COLOR_WORD = ("a sentence saying 'same-color': the authors' reader reads nothing in it from that word on, "
+                   "veriloop's reads the vertices and colours it names")
+MORE_THAN_TWO = ("a sentence naming more than two vertices: the authors' reader takes all its numbers as one edge "
+                 "(never the graph's) and its colours in order, not by vertex; veriloop's reads each pair")
+NUMBER_AFTER_COLOR = ("a vertex number after the word 'color' ('the same color ... are: Vertex 5'): the authors' "
+                      "reader takes it as a colour, veriloop's as the vertex")
+SKIPPED_SENTENCE = ("a sentence with 'vert' three times or more in lower case: the authors' reader skips it, "
+                    "veriloop's reads it")
+_VERTEX_AFTER_COLOR = re.compile(r"color[^0-9]*\bvert", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReadOtherwise:
+    """A critique reply veriloop's reader counts otherwise than the authors' evaluation:
+    (a vertex colour hallucinated, an edge hallucinated) by each, and why."""
+
+    kind: str
+    instance_id: str
+    authors: tuple[bool, bool]
+    veriloop: tuple[bool, bool]
+    cause: str
 
 
 @dataclass(frozen=True)
@@ -212,7 +243,7 @@ class CritiqueRow:
     veriloop: tuple[int, int, int]
     errors: int
     correct: int
-    read_otherwise: list[str]  # instances whose reply veriloop's reader counts otherwise
+    read_otherwise: list[ReadOtherwise]
 
 
 def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> list[CritiqueRow]:
@@ -231,19 +262,68 @@ def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> lis
             key = item.instance_id.removeprefix("coloring-instance-")
             stored = evaluations[key]
             theirs = (stored.get("vertex color hallucination", 0) > 0, stored.get("edge hallucination", 0) > 0)
-            report = reader.critique_report(graph(key), item.candidate, item.reply)
+            instance = graph(key)
+            report = reader.critique_report(instance, item.candidate, item.reply)
             mine = (report["wrong_vertex_colours"] > 0, report["hallucinated_edges"] > 0)
             for counts, (vertex, edge) in ((authors, theirs), (ours, mine)):
                 counts[0] += vertex
                 counts[1] += edge
                 counts[2] += vertex and edge
             if mine != theirs:
-                otherwise.append(item.instance_id)
+                otherwise.append(ReadOtherwise(kind, item.instance_id, theirs, mine,
+                                               _critique_cause(item.reply, instance, theirs, mine)))
             errors += int(stored["coloring evaluation"]["number of errors"])
             correct += item.truth
         rows.append(CritiqueRow(kind, (authors[0], authors[1], authors[2]), (ours[0], ours[1], ours[2]), errors,
                                 correct, otherwise))
     return rows
+
+
+def _as_the_authors_read(sentence: str) -> list[str] | None:
+    """The vertices the authors' reader finds in a sentence, by their conventions; None for a
+    sentence it reads nothing in (skipped, or cut at 'same-color')."""
+    if sentence.count("vert") > 2 or "same-color" in sentence.lower():
+        return None
+    first, *after_color = re.split("color", sentence, flags=re.IGNORECASE)
+    return re.findall(r"\d+", first) + [n for piece in after_color for n in re.findall(r"\d+", piece)[1:]]
+
+
+def _critique_cause(reply: str, instance: Instance, authors: tuple[bool, bool], ours: tuple[bool, bool]) -> str:
+    """Which of the authors' conventions makes their count of `reply` differ from veriloop's,
+    checked for the vertex and the edge column apart; the counts themselves when none does."""
+    sentences = [s for s in reply.split(".") if s.strip()]
+    read = [found for found in map(_as_the_authors_read, sentences) if found is not None]
+    edges = {(int(u), int(v)) for u, v in instance.data["edges"]}
+    pairs = [(int(n[0]), int(n[1])) for n in read if len(n) == 2]
+    reversed_edge = any((v, u) in edges and (u, v) not in edges for u, v in pairs)
+    unread = [cause for cause, present in (
+        (SAME_COLOR_WORD, any("same-color" in s.lower() for s in sentences)),
+        (SKIPPED_SENTENCE, any(s.count("vert") > 2 for s in sentences))) if present]
+    causes: list[str] = []
+    for column, (theirs, mine) in enumerate(zip(authors, ours)):
+        if theirs == mine:
+            continue
+        if mine:  # the authors' reader did not read what veriloop's counts
+            causes += unread
+        elif any(len(n) > 2 for n in read):
+            causes.append(MORE_THAN_TWO)
+        elif column == 1 and reversed_edge:
+            causes.append(REVERSED_EDGE)
+        elif column == 0 and any(_VERTEX_AFTER_COLOR.search(s) for s in sentences):
+            causes.append(NUMBER_AFTER_COLOR)
+    if not causes:
+        return (f"unexplained: the authors count vertex {authors[0]}, edge {authors[1]}; "
+                f"veriloop vertex {ours[0]}, edge {ours[1]}")
+    return "; ".join(dict.fromkeys(causes))
+
+
+def critique_causes(rows: list[CritiqueRow]) -> dict[str, list[str]]:
+    """Every reply read otherwise, as `kind/instance`, by cause (most frequent first)."""
+    by_cause: dict[str, list[str]] = {}
+    for row in rows:
+        for r in row.read_otherwise:
+            by_cause.setdefault(r.cause, []).append(f"{r.kind}/{r.instance_id}")
+    return dict(sorted(by_cause.items(), key=lambda item: -len(item[1])))
 
 
 def critique_markdown(rows: list[CritiqueRow]) -> str:
@@ -262,6 +342,11 @@ def critique_markdown(rows: list[CritiqueRow]) -> str:
         paper = " / ".join(str(v) for v in PAPER_TABLE_A4[r.kind])
         lines.append(f"| {r.kind} | {r.authors[0]} | {r.authors[1]} | {r.authors[2]} | {r.errors} | {r.correct} | "
                      f"{' / '.join(map(str, r.veriloop))} | {len(r.read_otherwise)} | {paper} |")
+    lines += ["", "Replies veriloop's reader counts otherwise than the authors' evaluation, by cause (the replies are "
+              "listed in reproduction.json, table_a4_read_otherwise):", "", "| cause | replies |", "|---|---:|"]
+    lines += [f"| {cause} | {len(replies)} |" for cause, replies in critique_causes(rows).items()]
+    if not any(r.read_otherwise for r in rows):
+        lines.append("| (none) | 0 |")
     return "\n".join(lines) + "\n"
 
 
@@ -524,7 +609,12 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
                               "veriloop": dict(zip(("vertex", "edge", "both"), r.veriloop)), "errors": r.errors,
                               "correct": r.correct, "paper": dict(zip(("vertex", "edge", "both", "errors", "correct"),
                                                                       PAPER_TABLE_A4[r.kind])),
-                              "read_otherwise": r.read_otherwise} for r in critiques},
+                              "read_otherwise": [{"instance_id": o.instance_id,
+                                                  "authors": dict(zip(("vertex", "edge"), o.authors)),
+                                                  "veriloop": dict(zip(("vertex", "edge"), o.veriloop)),
+                                                  "cause": o.cause} for o in r.read_otherwise]}
+                      for r in critiques},
+        "table_a4_read_otherwise": critique_causes(critiques),
     }
     write_file(out_dir / "reproduction.json", json.dumps(payload, indent=2) + "\n")
     return tables
