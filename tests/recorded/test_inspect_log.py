@@ -18,7 +18,7 @@ from typing import Any
 
 import inspect_ai
 import pytest
-from helpers import ROOT
+from helpers import ROOT, read_trajectories, veriloop
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
@@ -40,8 +40,8 @@ SYSTEM = "You play the Game of 24."
 REPLIES: dict[tuple[str, int], str | None] = {
     ("1 2 3 4", 1): "Answer: 1 * 2 * 3 * 4",  # right
     ("1 2 3 4", 2): "Answer: (1 + 2 + 3) * 4",  # right
-    ("2 3 4 5", 1): "Answer: 2 * 3 + 4 + 5",  # wrong: 15
-    ("2 3 4 5", 2): "Answer: (5 + 3 - 2) * 4",  # right
+    ("2 3 4 5", 1): "Answer: (5 + 3 - 2) * 4",  # right
+    ("2 3 4 5", 2): "Answer: 2 * 3 + 4 + 5",  # wrong: 15
     ("3 3 8 8", 1): "I give up.",  # malformed: no expression
     ("3 3 8 8", 2): "Answer: 8 / (3 - 8 / 3)",  # right
     ("1 1 4 6", 1): None,  # the sample errors
@@ -161,7 +161,7 @@ def test_the_replies_verify_as_the_mock_answered(eval_log: Path):
     }
     assert verdicts == {
         "game24-r1": [True, True],
-        "game24-r2": [False, True],
+        "game24-r2": [True, False],
         "game24-r3": [False, True],
         "game24-r4": [False, True],
     }
@@ -217,3 +217,21 @@ def test_veriloop_starts_without_importing_inspect_ai():
     code = "import sys, veriloop.cli, veriloop.recorded.inspect_log; print('inspect_ai' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout == "False\n"
+
+
+def test_veriloop_import_verifies_each_epoch_as_the_mock_answered(eval_log: Path, tmp_path: Path):
+    out = tmp_path / "imported"
+    proc = veriloop("import", str(eval_log.parent), "--format", "inspect", "--domain", "game24",
+                    "--data", str(PUZZLES), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "4 of 4 recorded lines imported; 2 replies not readable as answers" in proc.stdout
+    assert sorted(line.split(": ", 1)[0] for line in proc.stderr.splitlines()) == [
+        f"{eval_log}, sample 3", f"{eval_log}, sample game24-r4"]  # I give up. / the errored epoch
+    # Each epoch is one round checked by the sound verifier; the answer is the last epoch's.
+    assert {t.instance_id: ([r.correct for r in t.rounds], [r.verdict.ok for r in t.rounds], t.correct,
+                            t.strategy, t.model) for t in read_trajectories(out)} == {
+        "game24-r1": ([True, True], [True, True], True, "inspect:game24_mock", "mockllm/model"),
+        "game24-r2": ([True, False], [True, False], False, "inspect:game24_mock", "mockllm/model"),
+        "game24-r3": ([False, True], [False, True], True, "inspect:game24_mock", "mockllm/model"),
+        "game24-r4": ([False, True], [False, True], True, "inspect:game24_mock", "mockllm/model"),
+    }
