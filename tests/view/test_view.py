@@ -40,6 +40,7 @@ from view_runs import (
 
 from veriloop.errors import VeriloopError
 from veriloop.experiment.metrics import summarise
+from veriloop.experiment.pools import strategy_pools
 from veriloop.selfcheck.scoring import confidence
 from veriloop.view import data, page
 from veriloop.view.report import build
@@ -79,6 +80,34 @@ def test_overview_figures_are_the_metrics_of_the_run(run_dir, played):
     assert rows[(played["accepted"].strategy, 1)]["by_round"] == [0.0]
     assert rows[(played["rejected"].strategy, 0)]["by_round"] == [1.0, 1.0]
     assert rows[(played["rejected"].strategy, 0)]["calls"] == 4
+
+
+def test_groups_whose_rounds_form_pools_carry_their_pool_curves(run_dir, played):
+    rows = {(g["strategy"], g["seed"]): g for g in payload_of(run_dir)["groups"]}
+    # One round per trajectory: no pool.
+    assert rows[("standard:temperature=0", 0)]["pools"] is None
+    assert rows[(played["accepted"].strategy, 1)]["pools"] is None
+    # The sound loop's pool: 8 (rejected), then the right answer (accepted). pass@k: 1/2, 1;
+    # maj@2: one vote each, 8 first; best-of-2: the accepted one; first@k: round 2.
+    sound = rows[(played["sound"].strategy, 0)]["pools"]
+    assert (sound["n_instances"], sound["pool_size"], sound["smallest_pool"], sound["largest_pool"]) == (1, 2, 2, 2)
+    assert sound["tokens_per_sample"] == 15.0  # the scripted model's 10 + 5 a call, one call a round
+    assert {c["metric"]: (c["k"], c["values"]) for c in sound["curves"]} == {
+        "pass@k": ([1, 2], [0.5, 1.0]), "maj@k": ([1, 2], [0.5, 0.0]), "best-of-k": ([1, 2], [0.5, 1.0]),
+        "first@k": ([1, 2], [0.0, 1.0]),
+    }
+    # The loop whose judge rejected the right answer once: both rounds right.
+    rejected = rows[(played["rejected"].strategy, 0)]["pools"]
+    assert all(c["values"] == [1.0, 1.0] for c in rejected["curves"])
+    # The figures are experiment.pools' on the same trajectories, as the results files have them.
+    assert sound == strategy_pools(played["sound"].strategy, [played["sound"]]).model_dump(exclude={"strategy"})
+
+
+def test_the_page_draws_the_pool_table_and_charts_apart_from_the_results_table():
+    js = page.asset("view.js")
+    # The results table is counted by the browser tests as `table.results`: the pool table is another.
+    assert 'h("table", { cls: "pools" }' in js and "drawPools(root)" in js
+    assert 'METRICS = ["pass@k", "maj@k", "best-of-k", "first@k"]' in js
 
 
 def test_accuracy_by_round_keeps_the_last_answer_of_a_shorter_loop(played):

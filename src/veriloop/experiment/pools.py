@@ -48,6 +48,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import textwrap
@@ -59,7 +60,6 @@ from pydantic import BaseModel
 
 from ..errors import VeriloopError
 from ..records import RoundRecord, Trajectory
-from ..strategies.best_of_n import rank
 from .frontier import FrontierCurve, tokens
 from .metrics import wilson_interval
 
@@ -98,14 +98,18 @@ def answer_key(answer: str | None) -> str | None:
     return None if answer is None else " ".join(answer.split())
 
 
+@functools.lru_cache(maxsize=256)
 def _subsets(n: int, k: int) -> NDArray[np.intp]:
     """Every k-subset of range(n), ascending, or `MAJ_SUBSETS` random ones when there are
-    more (each row ascending, so the pool's order decides ties)."""
+    more (each row ascending, so the pool's order decides ties). The same for every pool
+    of n answers, so made once (read-only: callers index it, never write it)."""
     if math.comb(n, k) <= MAJ_SUBSETS:
-        return np.array(list(itertools.combinations(range(n), k)), dtype=np.intp).reshape(-1, k)
-    rng = np.random.default_rng(k)
-    drawn = rng.permuted(np.tile(np.arange(n, dtype=np.intp), (MAJ_SUBSETS, 1)), axis=1)[:, :k]
-    return np.sort(drawn, axis=1)
+        out = np.array(list(itertools.combinations(range(n), k)), dtype=np.intp).reshape(-1, k)
+    else:
+        rng = np.random.default_rng(k)
+        out = np.sort(rng.permuted(np.tile(np.arange(n, dtype=np.intp), (MAJ_SUBSETS, 1)), axis=1)[:, :k], axis=1)
+    out.flags.writeable = False
+    return out
 
 
 def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> float:
@@ -136,7 +140,10 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
 
 
 def _rank(r: RoundRecord) -> tuple[bool, bool, float]:
-    # Verified rounds first; among them best_of_n.rank (accepted, then score).
+    # Verified rounds first; among them best-of-n's own order (accepted, then score).
+    # Imported here: the strategies cost a report or a summary 70 ms to import otherwise.
+    from ..strategies.best_of_n import rank
+
     return (False, False, 0.0) if r.verdict is None else (True, *rank(r.verdict))
 
 

@@ -1,6 +1,8 @@
 """What the report shows, read from run and experiment directories: the trajectories as
 records, the overview figures (computed with experiment.metrics, as `veriloop run` and
-`veriloop eval` compute theirs) and the compact JSON payload the page embeds.
+`veriloop eval` compute theirs; a group whose rounds form pools also has its pool curves,
+computed with experiment.pools as the results files compute theirs) and the compact JSON
+payload the page embeds.
 
 The payload stores every distinct text once (`S`) and every distinct message once (`M`,
 a role and a text); a call lists the indices of its messages. A few-shot prompt repeated
@@ -19,6 +21,7 @@ from typing import Any
 from ..errors import VeriloopError
 from ..experiment.jsonl import parse_records
 from ..experiment.metrics import StrategySummary, summarise
+from ..experiment.pools import strategy_pools
 from ..records import CallRecord, Message, RoundRecord, Trajectory, Verdict
 
 TRAJECTORIES = "trajectories.jsonl"  # the run directory's record file (experiment.runner.TRAJECTORIES)
@@ -320,7 +323,15 @@ def summary_row(g: Group, s: StrategySummary) -> dict[str, Any]:
         "tokens_per_trajectory": (s.prompt_tokens + s.completion_tokens) / s.n if s.n else 0.0,
         "seconds": s.seconds, "stop_reasons": s.stop_reasons,
         "by_round": accuracy_by_round(g.trajectories, max_rounds),
+        "pools": pool_curves(g),
     }
+
+
+def pool_curves(g: Group) -> dict[str, Any] | None:
+    """The group's pool curves (experiment.pools.StrategyPools without its strategy), or
+    None when no trajectory of it has two rounds."""
+    found = strategy_pools(g.strategy, g.trajectories)
+    return None if found is None else found.model_dump(exclude={"strategy"})
 
 
 def build_payload(

@@ -227,6 +227,7 @@
     table.appendChild(tb);
     root.appendChild(h("div", { cls: "wide" }, table));
     root.appendChild(h("div", { cls: "charts" }, roundChart(), tokenChart()));
+    if (G.some(function (g) { return g.pools; })) drawPools(root);
   }
 
   // Round tick values (1, 2 or 5 times a power of ten) from 0 to at least `hi`.
@@ -257,8 +258,10 @@
     return { ticks: [0, 0.25, 0.5, 0.75, 1], fmt: pct,
       at: function (v) { return pad.t + (1 - v) * (hgt - pad.t - pad.b); } };
   }
-  function legend() {
+  // The groups' colours and names; `keep(g)`, when given, chooses the groups named.
+  function legend(keep) {
     return h("div", { cls: "legend" }, G.map(function (g, gi) {
+      if (keep && !keep(g)) return null;
       return h("div", null, h("span", { cls: "swatch", style: "background:" + colour(gi) }), (gi + 1) + ". " +
         groupLabel(g) + " (n=" + g.n + ")");
     }));
@@ -327,6 +330,97 @@
       root.appendChild(svg("text", { x: x + 7, y: ys.at(g.accuracy) - 6 }, String(gi + 1)));
     });
     return h("div", { cls: "chart" }, h("h3", null, "Accuracy vs tokens (95% CI)"), root, legend());
+  }
+
+  // ---- pool metrics: each group's rounds read as pools of answers (experiment.pools) ----
+  var METRICS = ["pass@k", "maj@k", "best-of-k", "first@k"];
+  function curveOf(g, metric) {
+    var found = null;
+    (g.pools ? g.pools.curves : []).forEach(function (c) { if (c.metric === metric) found = c; });
+    return found;
+  }
+  // The k a table shows: 1, 2, 4, 8, ... below n, and n (as results.md shows them).
+  function shownKs(n) {
+    var out = [];
+    for (var k = 1; k < n; k *= 2) out.push(k);
+    out.push(n);
+    return out;
+  }
+  function drawPools(root) {
+    root.appendChild(h("h2", null, "Pool metrics"));
+    root.appendChild(h("p", { cls: "muted note" }, "Each strategy's rounds read as a pool of answers per " +
+      "instance: pass@k (some of k answers is right), maj@k (a majority vote over k is right) and best-of-k (the " +
+      "verifier's best of k is right), each the mean over every k answers of the pool where all pools have the " +
+      "same size; first@k (one of the first k rounds is right). On a loop, whose rounds answer its feedback, they " +
+      "read as an oracle choosing among its attempts. In brackets: the 95% interval over instances."));
+    var largest = 1;
+    G.forEach(function (g) {
+      (g.pools ? g.pools.curves : []).forEach(function (c) { largest = Math.max(largest, c.pool_size); });
+    });
+    var ks = shownKs(largest);
+    var heads = ["#", "strategy", "metric", "pool"].concat(ks.map(function (k) { return "k=" + k; }));
+    var textCol = function (i) { return i === 1 || i === 2; };
+    var table = h("table", { cls: "pools" }, h("thead", null, h("tr", null, heads.map(function (x, i) {
+      return h("th", textCol(i) ? { cls: "text" } : null, x);
+    }))));
+    var tb = h("tbody");
+    G.forEach(function (g, gi) {
+      if (!g.pools) return;
+      var p = g.pools;
+      var size = p.pool_size !== null ? String(p.pool_size) : p.smallest_pool + "–" + p.largest_pool;
+      METRICS.forEach(function (metric) {
+        var c = curveOf(g, metric);
+        if (!c) return;
+        var cells = [h("span", null, h("span", { cls: "swatch", style: "background:" + colour(gi) }), " " + (gi + 1)),
+          breakable(groupLabel(g)), metric, p.n_instances + " × " + size].concat(ks.map(function (k) {
+          if (k > c.pool_size) return "–";
+          return pct(c.values[k - 1]) + " (" + pct(c.ci_low[k - 1]) + "–" + pct(c.ci_high[k - 1]) + ")";
+        }));
+        tb.appendChild(h("tr", null, cells.map(function (x, i) {
+          return h("td", textCol(i) ? { cls: "text" } : null, x);
+        })));
+      });
+    });
+    table.appendChild(tb);
+    root.appendChild(h("div", { cls: "wide" }, table));
+    root.appendChild(h("div", { cls: "charts" }, METRICS.filter(function (metric) {
+      return G.some(function (g) { return curveOf(g, metric); });
+    }).map(poolChart)));
+  }
+
+  // One metric over k, a line per group with its 95% band.
+  function poolChart(metric) {
+    var w = 560, hgt = 260, pad = { l: 48, r: 16, t: 12, b: 38 };
+    var maxK = 1;
+    G.forEach(function (g) { var c = curveOf(g, metric); if (c) maxK = Math.max(maxK, c.pool_size); });
+    var xs = { ticks: [], fmt: String, at: function (v) {
+      return maxK === 1 ? (pad.l + w - pad.r) / 2 : pad.l + (v - 1) / (maxK - 1) * (w - pad.l - pad.r);
+    } };
+    var step = Math.max(1, Math.ceil(maxK / 10));
+    for (var k = 1; k <= maxK; k += step) xs.ticks.push(k);
+    var ys = accuracyScale(hgt, pad);
+    var root = svg("svg", { width: w, height: hgt, viewBox: "0 0 " + w + " " + hgt, role: "img" });
+    axes(root, w, hgt, pad, xs, ys, "k (answers of the pool)", metric);
+    G.forEach(function (g, gi) {
+      var c = curveOf(g, metric);
+      if (!c) return;
+      var col = colour(gi);
+      var top = c.k.map(function (k, i) { return xs.at(k) + "," + ys.at(c.ci_high[i]); });
+      var bottom = c.k.map(function (k, i) { return xs.at(k) + "," + ys.at(c.ci_low[i]); }).reverse();
+      root.appendChild(svg("polygon", { points: top.concat(bottom).join(" "), fill: col, "fill-opacity": 0.1,
+        stroke: "none" }));
+      var line = c.k.map(function (k, i) { return xs.at(k) + "," + ys.at(c.values[i]); });
+      if (line.length > 1) {
+        root.appendChild(svg("polyline", { points: line.join(" "), fill: "none", stroke: col, "stroke-width": 2 }));
+      }
+      c.k.forEach(function (k, i) {
+        root.appendChild(svg("circle", { cx: xs.at(k), cy: ys.at(c.values[i]), r: 3, fill: col },
+          svg("title", {}, groupLabel(g) + ": " + metric.replace("k", String(k)) + " = " + pct(c.values[i]) +
+            " (95% CI " + pct(c.ci_low[i]) + "–" + pct(c.ci_high[i]) + ")")));
+      });
+    });
+    return h("div", { cls: "chart" }, h("h3", null, metric + " over k"), root,
+      legend(function (g) { return curveOf(g, metric); }));
   }
 
   // ---- the trajectory list: filters with counts, rows drawn only when in view ----
