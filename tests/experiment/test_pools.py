@@ -319,14 +319,29 @@ def test_best_of_k_at_n_is_the_best_of_n_strategys_own_pick() -> None:
 
 def test_the_table_shows_powers_of_two_and_the_pool_size() -> None:
     assert (shown_ks(1), shown_ks(2), shown_ks(5), shown_ks(15), shown_ks(16)) == (
-        [1], [1, 2], [1, 2, 4, 5], [1, 2, 4, 8, 15], [1, 2, 4, 8, 16])
+        [], [1], [1, 2, 4], [1, 2, 4, 8], [1, 2, 4, 8])
     found = strategy_pools("best-of-n", POOLS)
     assert found is not None
     md = pools_markdown("d · m", [found])
     assert md.splitlines()[:4] == [
-        "### d · m", "", "| strategy | metric | pool | k=1 | k=2 | k=3 |", "|---|---|---|---|---|---|"]
+        "### d · m", "", "| strategy | metric | pool | k=1 | k=2 | k=n |", "|---|---|---|---|---|---|"]
     assert "| best-of-n | first@k | 3 × 3 | 67% (21%-94%) | 67% (21%-94%) | 67% (21%-94%) |" in md
     assert pools_markdown("d · m", []) == ""
+
+
+def test_each_row_ends_at_its_own_largest_k() -> None:
+    # A pool of 3 beside first@k over pools of 1 to 5: columns k=1, 2, 4 and k=n.
+    short = strategy_pools("best-of-n", POOLS)
+    ragged = strategy_pools("sampling", [
+        pool("i1", [("24", True, verdict(True))], "sampling:k=5"),
+        pool("i2", [(str(i), False, verdict(False)) for i in range(5)], "sampling:k=5"),
+    ])
+    assert short is not None and ragged is not None
+    headers, rows = pools.pools_table([short, ragged])
+    assert headers == ["strategy", "metric", "pool", "k=1", "k=2", "k=4", "k=n"]
+    assert rows[0] == ["best-of-n", "pass@k", "3 × 3", "33% (0%-67%)", "56% (0%-100%)", "-", "67% (21%-94%)"]
+    assert rows[-1] == ["sampling", "first@k", "2 × 1-5", "50% (9%-91%)", "50% (9%-91%)", "50% (9%-91%)",
+                        "50% (9%-91%)"]
 
 
 def test_frontier_curves_sit_at_k_samples_of_tokens_and_skip_pools_without_counts() -> None:
@@ -385,6 +400,7 @@ def test_an_experiments_results_and_its_cells_summaries_hold_the_pools(tmp_path:
     assert "## Pool metrics" in md and "### sums · gen" in md.split("## Pool metrics")[1]
     assert "| self-consistency:k=3 | pass@k | 3 × 3 | 22% (" in md
     assert "| sampling:k=3 | first@k | 3 × 1-3 | 33% (6%-79%) | 67% (21%-94%) | 67% (21%-94%) |" in md
+    assert "| strategy | metric | pool | k=1 | k=2 | k=n |" in md
     with open(out / "results.csv") as f:
         assert len(list(csv.DictReader(f))) == 3  # the cells' rows, unchanged
     summary = json.loads((out / "gen" / "sums" / "self-consistency_k=3-seed0" / "summary.json").read_text())

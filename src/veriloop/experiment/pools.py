@@ -267,8 +267,9 @@ METRICS: tuple[Metric, ...] = ("pass@k", "maj@k", "best-of-k", "first@k")
 
 
 def shown_ks(n: int) -> list[int]:
-    """The k a table shows: 1, 2, 4, 8, ... up to n, and n itself."""
-    return sorted({*(2**i for i in range(n.bit_length()) if 2**i <= n), n})
+    """The k a table shows before its last column (k = each curve's own largest): 1, 2,
+    4, 8, ... below n, the largest k of the table's curves."""
+    return [2**i for i in range(n.bit_length()) if 2**i < n]
 
 
 def _cell(curve: PoolCurve, k: int) -> str:
@@ -279,17 +280,19 @@ def _cell(curve: PoolCurve, k: int) -> str:
 
 
 def pools_table(pools: Sequence[StrategyPools]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows: one row per strategy and metric, one column per shown k."""
+    """Headers and rows: one row per strategy and metric, one column per shown k and a
+    last one at the curve's own largest k (the pool's size, or for first@k the largest pool)."""
     largest = max((c.pool_size for p in pools for c in p.curves), default=1)
     ks = shown_ks(largest)
-    headers = ["strategy", "metric", "pool", *[f"k={k}" for k in ks]]
+    headers = ["strategy", "metric", "pool", *[f"k={k}" for k in ks], "k=n"]
     rows = []
     for p in pools:
         size = str(p.pool_size) if p.pool_size is not None else f"{p.smallest_pool}-{p.largest_pool}"
         for metric in METRICS:
             curve = p.curve(metric)
             if curve is not None:
-                rows.append([p.strategy, metric, f"{p.n_instances} × {size}", *[_cell(curve, k) for k in ks]])
+                rows.append([p.strategy, metric, f"{p.n_instances} × {size}", *[_cell(curve, k) for k in ks],
+                             _cell(curve, curve.pool_size)])
     return headers, rows
 
 
@@ -300,7 +303,8 @@ POOLS_EXPLAINED = (
     "same size; first@k (one of the first k rounds is right) for every strategy with pools. A loop's rounds answer "
     "its feedback, so on a loop these read as an oracle choosing among its attempts. Cells: value (95% interval "
     "over instances: Wilson's where every instance scores 0 or 1, else a percentile bootstrap, which cannot reach "
-    "past the instances it resamples and is narrow with few of them); pool: instances × answers per instance."
+    "past the instances it resamples and is narrow with few of them); pool: instances × answers per instance; "
+    "k=n: at the pool's size (first@k: the largest pool)."
 )
 
 

@@ -267,17 +267,23 @@
     }));
   }
 
+  // An x axis of the whole numbers 1..n (rounds, k), with at most about `most` ticks.
+  function countScale(n, w, pad, most) {
+    var xs = { ticks: [], fmt: String, at: function (v) {
+      return n === 1 ? (pad.l + w - pad.r) / 2 : pad.l + (v - 1) / (n - 1) * (w - pad.l - pad.r);
+    } };
+    var step = Math.max(1, Math.ceil(n / most));
+    for (var v = 1; v <= n; v += step) xs.ticks.push(v);
+    return xs;
+  }
+
   // Accuracy had every loop stopped after n rounds: a strategy that stopped earlier keeps
   // its last answer, drawn dashed past its own last round.
   function roundChart() {
     var w = 560, hgt = 300, pad = { l: 48, r: 16, t: 12, b: 38 };
     var maxR = 1;
     G.forEach(function (g) { maxR = Math.max(maxR, g.by_round.length); });
-    var xs = { ticks: [], fmt: String, at: function (v) {
-      return maxR === 1 ? (pad.l + w - pad.r) / 2 : pad.l + (v - 1) / (maxR - 1) * (w - pad.l - pad.r);
-    } };
-    var step = Math.max(1, Math.ceil(maxR / 12));
-    for (var r = 1; r <= maxR; r += step) xs.ticks.push(r);
+    var xs = countScale(maxR, w, pad, 12);
     var ys = accuracyScale(hgt, pad);
     var root = svg("svg", { width: w, height: hgt, viewBox: "0 0 " + w + " " + hgt, role: "img" });
     axes(root, w, hgt, pad, xs, ys, "rounds (loop stopped after n)", "accuracy");
@@ -339,11 +345,11 @@
     (g.pools ? g.pools.curves : []).forEach(function (c) { if (c.metric === metric) found = c; });
     return found;
   }
-  // The k a table shows: 1, 2, 4, 8, ... below n, and n (as results.md shows them).
+  // The k a table shows before its last column, at each curve's own largest k: 1, 2, 4,
+  // 8, ... below the largest n (as results.md shows them).
   function shownKs(n) {
     var out = [];
     for (var k = 1; k < n; k *= 2) out.push(k);
-    out.push(n);
     return out;
   }
   function drawPools(root) {
@@ -352,13 +358,14 @@
       "instance: pass@k (some of k answers is right), maj@k (a majority vote over k is right) and best-of-k (the " +
       "verifier's best of k is right), each the mean over every k answers of the pool where all pools have the " +
       "same size; first@k (one of the first k rounds is right). On a loop, whose rounds answer its feedback, they " +
-      "read as an oracle choosing among its attempts. In brackets: the 95% interval over instances."));
+      "read as an oracle choosing among its attempts. In brackets: the 95% interval over instances; k=n: at the " +
+      "pool's size (first@k: the largest pool)."));
     var largest = 1;
     G.forEach(function (g) {
       (g.pools ? g.pools.curves : []).forEach(function (c) { largest = Math.max(largest, c.pool_size); });
     });
     var ks = shownKs(largest);
-    var heads = ["#", "strategy", "metric", "pool"].concat(ks.map(function (k) { return "k=" + k; }));
+    var heads = ["#", "strategy", "metric", "pool"].concat(ks.map(function (k) { return "k=" + k; }), ["k=n"]);
     var textCol = function (i) { return i === 1 || i === 2; };
     var table = h("table", { cls: "pools" }, h("thead", null, h("tr", null, heads.map(function (x, i) {
       return h("th", textCol(i) ? { cls: "text" } : null, x);
@@ -372,10 +379,11 @@
         var c = curveOf(g, metric);
         if (!c) return;
         var cells = [h("span", null, h("span", { cls: "swatch", style: "background:" + colour(gi) }), " " + (gi + 1)),
-          breakable(groupLabel(g)), metric, p.n_instances + " × " + size].concat(ks.map(function (k) {
-          if (k > c.pool_size) return "–";
-          return pct(c.values[k - 1]) + " (" + pct(c.ci_low[k - 1]) + "–" + pct(c.ci_high[k - 1]) + ")";
-        }));
+          breakable(groupLabel(g)), metric, p.n_instances + " × " + size].concat(ks.concat([c.pool_size]).map(
+          function (k) {
+            if (k > c.pool_size) return "–";
+            return pct(c.values[k - 1]) + " (" + pct(c.ci_low[k - 1]) + "–" + pct(c.ci_high[k - 1]) + ")";
+          }));
         tb.appendChild(h("tr", null, cells.map(function (x, i) {
           return h("td", textCol(i) ? { cls: "text" } : null, x);
         })));
@@ -393,11 +401,7 @@
     var w = 560, hgt = 260, pad = { l: 48, r: 16, t: 12, b: 38 };
     var maxK = 1;
     G.forEach(function (g) { var c = curveOf(g, metric); if (c) maxK = Math.max(maxK, c.pool_size); });
-    var xs = { ticks: [], fmt: String, at: function (v) {
-      return maxK === 1 ? (pad.l + w - pad.r) / 2 : pad.l + (v - 1) / (maxK - 1) * (w - pad.l - pad.r);
-    } };
-    var step = Math.max(1, Math.ceil(maxK / 10));
-    for (var k = 1; k <= maxK; k += step) xs.ticks.push(k);
+    var xs = countScale(maxK, w, pad, 10);
     var ys = accuracyScale(hgt, pad);
     var root = svg("svg", { width: w, height: hgt, viewBox: "0 0 " + w + " " + hgt, role: "img" });
     axes(root, w, hgt, pad, xs, ys, "k (answers of the pool)", metric);
