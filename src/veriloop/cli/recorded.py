@@ -64,7 +64,7 @@ def import_command(
     run_dir = out_dir or Path("runs") / f"import-{slug(source.stem or source.name)}-{slug(domain)}"
     config: dict[str, object] = {
         "imported_from": str(source.resolve()), "format": fmt, "source_sha256": content_sha256(source),
-        "data": str(data) if data else None, "data_sha256": content_sha256(data),
+        "data": str(data.resolve()) if data else None, "data_sha256": content_sha256(data),
         "domain_options": domain_options(domain_option or []),
     }
     if fmt == "self-verification":
@@ -73,6 +73,9 @@ def import_command(
         recorded = read_source(source, dom, data)
         lines = recorded.lines
         config["model_name"] = recorded.model
+        if recorded.graphs is not None:
+            # The graphs read, also those found beside SOURCE: a config names its data, as a run's does.
+            config["data"], config["data_sha256"] = str(recorded.graphs.resolve()), content_sha256(recorded.graphs)
         result = import_lines(lines, dom, recorded.instances.get, run_dir, config,
                               amend=lambda t: add_judgement(t, recorded))
     else:
@@ -92,16 +95,20 @@ def import_command(
     for problem in result.unreadable[:SHOWN]:
         print(problem, file=sys.stderr)
     if len(result.unreadable) > SHOWN:
-        print(f"... and {len(result.unreadable) - SHOWN} more replies not readable as answers, each listed in "
+        print(f"... and {_replies(len(result.unreadable) - SHOWN, 'more ')} not readable as answers, each listed in "
               f"{run_dir / 'import.json'}", file=sys.stderr)
     print_summary(out, result.summaries, f"imported from {source} ({fmt}, {dom.name})")
     skipped = f", {len(result.skipped)} skipped (listed above)" if result.skipped else ""
     out.print(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
-              f"{len(result.unreadable)} replies not readable as answers; records in {run_dir}/",
+              f"{_replies(len(result.unreadable))} not readable as answers; records in {run_dir}/",
               highlight=False, markup=False)
     out.print(view_hint(run_dir), highlight=False, markup=False)
     if result.skipped:
         raise typer.Exit(1)
+
+
+def _replies(count: int, more: str = "") -> str:
+    return f"{count} {more}repl{'y' if count == 1 else 'ies'}"
 
 
 def _parsed(raw: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, AnswerLine | Problem]]:

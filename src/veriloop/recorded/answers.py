@@ -12,8 +12,13 @@ metadata does not stop an import.
 
 Invariants:
 - Reading never raises on a line's content: every line is either an `AnswerLine` or a
-  `Problem` naming the file, the line and what is wrong, in one line.
+  `Problem` naming the file, the line and what is wrong, in one line (a line that is not
+  UTF-8 too). Only a file that cannot be read at all (missing, a folder, UTF-16) is a
+  VeriloopError.
 - A reply that is `null` is kept as an empty reply: a recorded wrong answer, not a gap.
+- An optional key that is `null` is absent (other systems write `"model": null`).
+- `messages` are kept as {role, content} pairs of strings; a message's other keys (an API's
+  `name`, ...) are dropped, since nothing downstream reads them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,20 @@ from ..records import Message, storable
 
 DEFAULT_CONDITION = "imported"
 DEFAULT_MODEL = "imported"
+OPTIONAL = ("condition", "model", "feedback", "messages", "final")
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words (for messages naming a wrong type)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 @dataclass(frozen=True)
@@ -62,20 +81,37 @@ class AnswerLine(BaseModel):
     def _one_or_many(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
             return raw
+        raw = {k: v for k, v in raw.items() if not (k in OPTIONAL and v is None)}
         has_one, has_many = "response" in raw, "responses" in raw
         if has_one == has_many:
             raise ValueError('give "response" (one reply) or "responses" (the attempts in order), exactly one')
-        raw = dict(raw)
         if has_one:
-            raw["responses"] = [raw.pop("response")]
+            reply = raw.pop("response")
+            if reply is not None and not isinstance(reply, str):
+                raise ValueError(f'"response" must be a string (the reply) or null, not {json_kind(reply)}')
+            raw["responses"] = [reply]
         replies = raw["responses"]
         if not isinstance(replies, list) or not replies:
-            raise ValueError('"responses" must be a non-empty list of replies')
+            raise ValueError('"responses" must be a non-empty list of replies, not '
+                             + ("an empty list" if isinstance(replies, list) else json_kind(replies)))
         bad = [i for i, r in enumerate(replies) if r is not None and not isinstance(r, str)]
         if bad:
-            raise ValueError(f"reply {bad[0] + 1} is {type(replies[bad[0]]).__name__}, not a string")
+            raise ValueError(f'"responses" item {bad[0] + 1} must be a string (a reply) or null, '
+                             f"not {json_kind(replies[bad[0]])}")
         raw["responses"] = ["" if r is None else r for r in replies]
         return raw
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _role_and_content(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        kept = []
+        for i, m in enumerate(value, start=1):
+            if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                raise ValueError(f'message {i} is not an object with "role" and "content" strings')
+            kept.append({"role": m["role"], "content": m["content"]})
+        return kept
 
     @field_validator("instance_id", "condition", "model")
     @classmethod
@@ -87,46 +123,72 @@ class AnswerLine(BaseModel):
     @model_validator(mode="after")
     def _feedback_between_attempts(self) -> AnswerLine:
         if len(self.feedback) > len(self.responses):
-            raise ValueError(f'{len(self.feedback)} "feedback" texts for {len(self.responses)} replies: '
-                             "at most one after each reply")
+            replies = f"{len(self.responses)} repl{'y' if len(self.responses) == 1 else 'ies'}"
+            raise ValueError(f'{len(self.feedback)} "feedback" texts for {replies}: at most one after each reply')
         return self
 
 
 def parse_line(where: str, raw: Any) -> AnswerLine | Problem:
     """`raw` (a decoded JSON value) as an AnswerLine, or the Problem with it."""
     if not isinstance(raw, dict):
-        return Problem(where, f"a JSON {type(raw).__name__}, not an object with instance_id and response(s)")
+        return Problem(where, f"the line is {json_kind(raw)}, not an object with instance_id and response(s)")
     try:
         return AnswerLine.model_validate(storable(raw))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        if error["type"] == "missing":
-            return Problem(where, f'no "{field}"')
-        return Problem(where, f'"{field}": {message}' if field else message)
+        return Problem(where, _reason(exc.errors()[0]))
+
+
+def _reason(error: Any) -> str:
+    """pydantic's first error in our words: which key, what it must be, what it was."""
+    loc = [part for part in error["loc"] if part != "function-after"]
+    key = f'"{loc[0]}"' if loc else ""
+    if len(loc) > 1 and isinstance(loc[1], int):
+        key += f" item {loc[1] + 1}"
+    kind, given = error["type"], error.get("input")
+    if kind == "missing":
+        return f"no {key}"
+    if kind == "string_type":
+        return f"{key} must be a string, not {json_kind(given)}"
+    if kind == "list_type":
+        return f"{key} must be a list, not {json_kind(given)}"
+    if kind == "literal_error":
+        expected = str(error.get("ctx", {}).get("expected", "")).replace("'", '"')
+        return f"{key} must be {expected}, not {json.dumps(given)[:60]}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{key}: {message}" if key else message
+
+
+# A UTF-16 file (PowerShell's `>` writes one) has a byte-order mark and NUL bytes on every line.
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def read_answers(path: Path) -> Iterator[tuple[str, AnswerLine | Problem]]:
-    """Each non-blank line of an answers file (JSON lines): (where, line or problem)."""
+    """Each non-blank line of an answers file (JSON lines in UTF-8; a byte-order mark is
+    allowed): (where, line or problem)."""
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise VeriloopError(f"{path}: no such file; give an answers file (JSON lines)") from None
     except IsADirectoryError:
         raise VeriloopError(f"{path} is a folder; --format answers reads one JSON lines file") from None
     with handle:
-        lineno = 0
-        try:
-            for lineno, text in enumerate(handle, start=1):  # noqa: B007 (lineno is read after the loop)
-                if not text.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    raw = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    yield where, Problem(where, f"not JSON ({exc.msg} at column {exc.colno})")
-                    continue
-                yield where, parse_line(where, raw)
-        except UnicodeDecodeError:
-            raise VeriloopError(f"{path}:{lineno + 1}: not UTF-8 text; an answers file is JSON lines in UTF-8") from None
+        for lineno, data in enumerate(handle, start=1):
+            where = f"{path}:{lineno}"
+            if lineno == 1:
+                if data.startswith(_UTF16_MARKS):
+                    raise VeriloopError(f"{path} is UTF-16 text; an answers file is JSON lines in UTF-8: "
+                                        "save it as UTF-8")
+                data = data.removeprefix(b"\xef\xbb\xbf")
+            try:
+                text = data.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                yield where, Problem(where, f"not UTF-8 text (byte {data[exc.start]:#04x} at column {exc.start + 1})")
+                continue
+            if not text.strip():
+                continue
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield where, Problem(where, f"not JSON ({exc.msg} at column {exc.colno})")
+                continue
+            yield where, parse_line(where, raw)

@@ -15,7 +15,9 @@ Invariants:
   JSON, no reply, an instance the data does not hold, a second line for the same instance
   and condition) is skipped and reported, one line each, naming file, line and reason.
 - An import writes its directory whole: the trajectories replace what an earlier import
-  of the same source wrote there; a directory holding another run is refused.
+  of the same source wrote there; a directory holding another run is refused (one
+  `veriloop run` made, one imported from another source, or a folder of runs or an
+  experiment, whose runs `veriloop view` would no longer show beside the import).
 - Recorded calls cost this machine nothing: their tokens and seconds are 0 unless the
   source says otherwise, and they are not marked cached (they were real calls, elsewhere).
 """
@@ -88,8 +90,11 @@ def unreadable_notes(where: str, domain: Domain, t: Trajectory) -> list[Problem]
     notes = []
     for r in t.rounds:
         if r.verdict is not None and r.verdict.malformed:
-            why = r.verdict.errors[0].message if r.verdict.errors else "no answer in it"
             label = f"reply {r.round}" if len(t.rounds) > 1 else "the reply"
+            if not r.text.strip():
+                notes.append(Problem(where, f"{label} is empty: recorded as a wrong answer"))
+                continue
+            why = r.verdict.errors[0].message if r.verdict.errors else "no answer in it"
             notes.append(Problem(where, f"{label} is not a {domain.name} answer ({why}): recorded as a wrong answer"))
     return notes
 
@@ -116,7 +121,7 @@ def import_lines(
             continue
         instance = instance_of(line.instance_id)
         if instance is None:
-            skipped.append(Problem(where, f"instance {line.instance_id!r} is not in the data{data_hint}"))
+            skipped.append(Problem(where, _not_in_data(line.instance_id, domain, instance_of, data_hint)))
             continue
         key = (line.condition, instance.id)
         if key in trajectories:
@@ -132,11 +137,14 @@ def import_lines(
     if not trajectories:
         reasons = f": {skipped[0]}" if skipped else ""
         raise VeriloopError(f"nothing to import: {count} line(s) read, none imported{reasons}")
+    # The source stands where a run names its model: `veriloop run` then refuses to add its
+    # trajectories to an import (it compares the settings both configs record).
+    identity = {**config, "model_identity": f"recorded in {config.get('imported_from')}", "domain": domain.name,
+                "seed": 0}
     with hold(out_dir):
-        _refuse_a_made_run(out_dir)
-        check_run_dir(out_dir, {**config, "domain": domain.name, "seed": 0})
-        write_file(out_dir / CONFIG, json.dumps({**config, "domain": domain.name, "seed": 0}, indent=2,
-                                                default=str) + "\n")
+        _refuse_another_run(out_dir, identity)
+        check_run_dir(out_dir, identity)
+        write_file(out_dir / CONFIG, json.dumps(identity, indent=2, default=str) + "\n")
         ordered = list(trajectories.values())
         write_file(out_dir / TRAJECTORIES, "".join(t.model_dump_json() + "\n" for t in ordered))
         # The instances themselves: `rescore` judges against them, whatever made them (a
@@ -154,15 +162,32 @@ def import_lines(
     return result
 
 
+def _not_in_data(instance_id: str, domain: Domain, instance_of: Callable[[str], Instance | None],
+                 data_hint: str) -> str:
+    # Ids are the domain's (`blocksworld-instance-2`); a file naming `instance-2` means that one.
+    named = f"{domain.name}-{instance_id}"
+    if instance_of(named) is not None:
+        return (f"instance {instance_id!r} is not in the data; did you mean {named!r}? (ids are the domain's, "
+                "as `veriloop run --data` names the instances)")
+    return f"instance {instance_id!r} is not in the data{data_hint}"
+
+
 def _ids(ids: list[str]) -> list[Instance]:
     # write_summary lists instances by id; an imported run knows its instances by id alone.
     return [Instance(id=i, data={}) for i in ids]
 
 
-def _refuse_a_made_run(out_dir: Path) -> None:
-    """An import replaces its directory's trajectories: never those of a run veriloop made."""
+def _refuse_another_run(out_dir: Path, config: Mapping[str, object]) -> None:
+    """An import replaces its directory's trajectories: only those an import of the same
+    source wrote (see the module docstring)."""
     path = out_dir / CONFIG
     if not path.exists():
+        # A folder of runs, or an experiment: depth 3 reaches its cells (model/domain/strategy-seed).
+        runs = [f for pattern in ("*/", "*/*/", "*/*/*/") for f in out_dir.glob(pattern + TRAJECTORIES)]
+        if (out_dir / TRAJECTORIES).exists() or runs:
+            found = (out_dir / TRAJECTORIES) if (out_dir / TRAJECTORIES).exists() else runs[0]
+            raise VeriloopError(f"{out_dir} holds runs ({found}) that an import there would hide from "
+                                "`veriloop view`; choose another --out")
         return
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -170,3 +195,7 @@ def _refuse_a_made_run(out_dir: Path) -> None:
         raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
     if not isinstance(old, dict) or "imported_from" not in old:
         raise VeriloopError(f"{out_dir} holds a run veriloop made, which an import would replace; choose another --out")
+    if old["imported_from"] != config.get("imported_from"):
+        raise VeriloopError(f"{out_dir} holds answers imported from {old['imported_from']}, not "
+                            f"{config.get('imported_from')}; choose another --out (importing "
+                            f"{old['imported_from']} again replaces them)")
