@@ -28,8 +28,9 @@ Invariants:
   (a verifier accepted, a budget ran out), so what they hold depends on their answers:
   sampling stopped by a sound verifier holds exactly one right answer in every solved
   pool, whatever the model's rate. Such a group has first@k only, over k = 1..the
-  largest pool, which is exactly what cutting does not bias: for independent samples
-  stopped at the first right one, first@k estimates pass@k without bias.
+  largest pool, which is what cutting does not bias: for independent samples stopped at
+  the first right one (a sound verifier), first@k estimates pass@k without bias; with an
+  unsound one, a pool cut at a wrong accepted answer counts as unsolved beyond it.
 - A loop's rounds are not independent samples: each answers the feedback on the last.
   On a loop, pass@k reads as "an oracle picking the right answer among k of its attempts"
   and first@k as "solved within the first k attempts, had an oracle stopped the loop".
@@ -39,7 +40,7 @@ Invariants:
   answers with its first (and is scored as that round was). A round without a verdict
   ranks below every verified one.
 - Intervals are 95% over instances: Wilson's (metrics.wilson_interval) where every
-  instance's value is 0 or 1 (a plain proportion: first@k always, pass@n), otherwise a
+  instance's value is 0 or 1 (a plain proportion: first@k always, pass@k at k = n), otherwise a
   percentile bootstrap of the mean over instances (scipy.stats.bootstrap, `RESAMPLES`
   resamples, seeded), and Wilson's again where a bootstrap has nothing to resample (one
   instance, or all with the same value); a mean of values in [0, 1] varies no more than a
