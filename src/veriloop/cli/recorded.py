@@ -95,20 +95,22 @@ def import_command(
     for problem in result.unreadable[:SHOWN]:
         print(problem, file=sys.stderr)
     if len(result.unreadable) > SHOWN:
-        print(f"... and {_replies(len(result.unreadable) - SHOWN, 'more ')} not readable as answers, each listed in "
+        print(f"... and {_unreadable(len(result.unreadable) - SHOWN, 'more ')}, each listed in "
               f"{run_dir / 'import.json'}", file=sys.stderr)
     print_summary(out, result.summaries, f"imported from {source} ({fmt}, {dom.name})")
     skipped = f", {len(result.skipped)} skipped (listed above)" if result.skipped else ""
     out.print(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
-              f"{_replies(len(result.unreadable))} not readable as answers; records in {run_dir}/",
+              f"{_unreadable(len(result.unreadable))}; records in {run_dir}/",
               highlight=False, markup=False)
     out.print(view_hint(run_dir), highlight=False, markup=False)
     if result.skipped:
         raise typer.Exit(1)
 
 
-def _replies(count: int, more: str = "") -> str:
-    return f"{count} {more}repl{'y' if count == 1 else 'ies'}"
+def _unreadable(count: int, more: str = "") -> str:
+    if count == 1:
+        return f"1 {more}reply not readable as an answer"
+    return f"{count} {more}replies not readable as answers"
 
 
 def _parsed(raw: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, AnswerLine | Problem]]:
