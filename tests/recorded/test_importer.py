@@ -66,7 +66,8 @@ def test_each_line_is_imported_skipped_or_noted_in_one_line(imported, game24_fil
         f"{at}9: instance 'game24-g9999' is not in the data{OWN}",
         f"{at}10: instance 'g3' is not in the data; did you mean 'game24-g3'? (ids are the domain's, as "
         "`veriloop run --data` names the instances)",
-        f"{at}11: a second line for instance 'game24-g1' under condition 'imported' (the first is {at}1)",
+        f"{at}11: a second line for instance 'game24-g1' under condition 'imported' (the first is {at}1, by model "
+        "'other-llm': give each model its own condition)",
         f'{at}16: 2 "feedback" texts for 1 reply: at most one after each reply',
         f'{at}21: "final" must be "last" or "first-accepted", not "best"',
         f'{at}22: "messages": message 1 is not an object with "role" and "content" strings',
@@ -247,6 +248,15 @@ def test_nothing_importable_is_one_error_and_writes_nothing(game24, tmp_path):
     assert str(error.value) == (f"nothing to import: 2 line(s) read, none imported: {source}:1: instance 'nope' "
                                 f"is not in the data{OWN}")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_second_line_of_the_same_model_is_skipped_without_the_hint(game24_file, game24, tmp_path):
+    domain, instances = game24
+    lines = [(f"x:{n}", AnswerLine(instance_id="game24-g1", responses=[f"Answer: {n}"])) for n in (1, 2)]
+    result = import_lines(lines, domain, instances.get, tmp_path / "out", config_of(game24_file))
+    assert [str(p) for p in result.skipped] == [
+        "x:2: a second line for instance 'game24-g1' under condition 'imported' (the first is x:1)"]
+    assert [t.final_text for t in read_trajectories(tmp_path / "out")] == ["Answer: 1"]
 
 
 def test_an_amend_adds_to_each_trajectory_before_it_is_written(game24_file, game24, tmp_path):

@@ -125,8 +125,11 @@ def import_lines(
             continue
         key = (line.condition, instance.id)
         if key in trajectories:
+            # A run directory holds one trajectory per condition and instance, whichever model made it.
+            other = trajectories[key].model
+            models = f", by model {other!r}: give each model its own condition" if other != line.model else ""
             skipped.append(Problem(where, f"a second line for instance {instance.id!r} under condition "
-                                          f"{line.condition!r} (the first is {first_seen[key]})"))
+                                          f"{line.condition!r} (the first is {first_seen[key]}{models})"))
             continue
         t = trajectory_of(domain, instance, line)
         used[instance.id] = instance
