@@ -24,7 +24,9 @@ from veriloop.experiment.frontier import (
     matched_budget_markdown,
     matched_budget_table,
     matched_budgets,
+    answered_round,
     mean_tokens,
+    output_round,
     output_rule,
     pareto_front,
     plot_frontier,
@@ -210,6 +212,35 @@ def test_rejection_sampling_is_right_when_any_sample_that_fits_is() -> None:
 def test_output_rule(strategy: str, final: int | None, rule: str) -> None:
     t = trajectory(strategy, [call(1, 1, 1)], [rnd(1, "a", True), rnd(2, "b", False)], correct=True, final=final)
     assert output_rule(t) == rule
+
+
+def imported_sampling() -> Trajectory:
+    """An imported pool stopped by a sound verifier: its answer is round 2, the first
+    accepted, and rounds 3-4 were drawn by its source after the stop."""
+    ok, no = Verdict(ok=True), Verdict(ok=False)
+    rounds = [rnd(1, "a", False, no), rnd(2, "b", True, ok), rnd(3, "c", False, no), rnd(4, "d", True, ok)]
+    t = trajectory("sampling:k=4,temperature=1,verifier=sound", [call(i, 10, 10) for i in range(1, 5)], rounds,
+                   correct=True, final=1)
+    t.stop_reason = "verifier_accepted"
+    return t
+
+
+def test_an_imported_loop_with_attempts_after_its_stop_answers_with_its_first_accepted() -> None:
+    t = imported_sampling()
+    assert (answered_round(t), output_rule(t)) == (1, "first-accepted")
+    assert [output_round(t, t.rounds[:n]).round for n in (1, 2, 3, 4)] == [1, 2, 2, 2]
+    # Round 2 fits from 40 tokens on; round 3, wrong, never becomes the answer.
+    assert [correct_within(t, b) for b in (19, 20, 39, 40, 60, 80)] == [False, False, False, True, True, True]
+
+
+def test_a_loop_that_ended_where_its_verifier_accepted_keeps_its_rule() -> None:
+    t = imported_sampling()
+    t.rounds = t.rounds[:2]
+    assert (answered_round(t), output_rule(t)) == (None, "last")
+    t = imported_sampling()
+    t.stop_reason = "recorded"  # an LLM+LLM import: its answer is its last attempt, whatever the sound verdicts
+    t.final_text = t.rounds[-1].text
+    assert (answered_round(t), output_rule(t)) == (None, "last")
 
 
 def test_no_rounds_within_the_budget_is_wrong_even_for_a_trajectory_without_rounds() -> None:

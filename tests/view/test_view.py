@@ -110,6 +110,23 @@ def test_the_page_draws_the_pool_table_and_charts_apart_from_the_results_table()
     assert 'METRICS = ["pass@k", "maj@k", "best-of-k", "first@k"]' in js
 
 
+def test_accuracy_by_round_of_an_imported_pool_stops_at_its_first_accepted_answer():
+    from veriloop.records import RoundRecord, Trajectory, Verdict
+
+    def pool(oks: list[bool], right: list[bool]) -> Trajectory:
+        rounds = [RoundRecord(round=i + 1, text=f"r{i + 1}", answer=f"r{i + 1}", verdict=Verdict(ok=ok), correct=c)
+                  for i, (ok, c) in enumerate(zip(oks, right))]
+        first = next((r for r in rounds if r.verdict.ok), rounds[-1])
+        return Trajectory(strategy="sampling:k=3,temperature=1,verifier=sound", domain="d", model="m",
+                          instance_id=f"i{len(oks)}{oks}", seed=0, rounds=rounds, final_text=first.text,
+                          correct=first.correct, stop_reason="verifier_accepted" if any(oks) else "max_rounds")
+
+    # Solved at round 1 (then two more recorded samples, one wrong); solved at round 3; never solved.
+    ts = [pool([True, False, True], [True, False, True]), pool([False, False, True], [False, False, True]),
+          pool([False, False, False], [False, False, False])]
+    assert data.accuracy_by_round(ts, 3) == [1 / 3, 1 / 3, 2 / 3]
+
+
 def test_accuracy_by_round_keeps_the_last_answer_of_a_shorter_loop(played):
     assert data.accuracy_by_round([played["sound"], played["standard"]], 3) == [0.5, 1.0, 1.0]
     assert data.accuracy_by_round([], 3) == []

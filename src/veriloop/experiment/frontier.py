@@ -79,7 +79,7 @@ def tokens_through(t: Trajectory, round: int) -> int:
 
 # ---------------------------------------------------------------------------- truncation
 
-OutputRule = Literal["last", "vote", "best-verdict", "any-correct"]
+OutputRule = Literal["last", "vote", "best-verdict", "any-correct", "first-accepted"]
 
 # How each built-in strategy turns its rounds into one output. Known by name rather than
 # guessed from the records, because a vote's winner is often the last sample too.
@@ -110,16 +110,43 @@ def output_rule(t: Trajectory) -> OutputRule:
     - "any-correct": an oracle keeps the best sample by the task's metric, so it is right
       whenever any sample is (rejection sampling; exact where the metric is correctness).
 
+    - "first-accepted": the first round its verifier accepted, else the latest: a loop
+      stopped by its verifier whose record holds attempts drawn after that one (an import
+      of a sound verifier's loop or pool keeps every recorded attempt; see `answered_round`).
+
     A strategy not listed here (one a user registered) is judged from its records: if its
     final text is its last round's, "last"; otherwise it chose among its rounds, and
     "vote" is the assumption that reproduces the commonest such choice.
     """
+    if answered_round(t) is not None:
+        return "first-accepted"
     kind = t.strategy.split(":", 1)[0]
     if kind in _RULES:
         return _RULES[kind]
     if not t.rounds or t.final_text is None or t.final_text == t.rounds[-1].text:
         return "last"
     return "vote"
+
+
+def answered_round(t: Trajectory) -> int | None:
+    """The index of the round a loop stopped by its verifier answered with, when attempts
+    were recorded after it (the rounds of a veriloop run end where its loop stopped; an
+    import of a loop or pool stopped by a sound verifier keeps what its source drew after
+    the stop); None for every other trajectory."""
+    if t.stop_reason != "verifier_accepted" or t.final_text is None:
+        return None
+    for i, r in enumerate(t.rounds):
+        if r.verdict is not None and r.verdict.ok:
+            return i if i < len(t.rounds) - 1 and r.text == t.final_text else None
+    return None
+
+
+def output_round(t: Trajectory, rounds: Sequence[RoundRecord]) -> RoundRecord:
+    """What a loop that had only `rounds` (a prefix of t's) would have answered with, when
+    its output is its latest round or, for "first-accepted", its first accepted one."""
+    if answered_round(t) is not None:
+        return next((r for r in rounds if r.verdict is not None and r.verdict.ok), rounds[-1])
+    return rounds[-1]
 
 
 def _revote(t: Trajectory, rounds: list[RoundRecord]) -> bool:
@@ -169,8 +196,8 @@ def correct_within(t: Trajectory, budget: float) -> bool:
     if not fitting:
         return False
     rule = output_rule(t)
-    if rule == "last":
-        return fitting[-1].correct
+    if rule in ("last", "first-accepted"):
+        return output_round(t, fitting).correct
     if rule == "any-correct":
         return any(r.correct for r in fitting)
     if rule == "best-verdict":

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VeriloopError
+from ..experiment.frontier import output_round
 from ..experiment.jsonl import parse_records
 from ..experiment.metrics import StrategySummary, summarise
 from ..experiment.pools import strategy_pools
@@ -163,11 +164,13 @@ def verifier_flags(t: Trajectory) -> int:
 def accuracy_by_round(ts: Sequence[Trajectory], max_rounds: int) -> list[float]:
     """Accuracy as if every loop had stopped after n rounds, n = 1..max_rounds: a
     trajectory's output is its answer of round min(n, last round) (the self-verification
-    paper's Figure 2; as reproduce.self_verification computes it)."""
+    paper's Figure 2; as reproduce.self_verification computes it), or for an imported loop
+    stopped by its verifier with attempts recorded after the stop, its first accepted
+    round by then (experiment.frontier.output_round)."""
     if not ts:
         return []
     return [
-        sum(t.rounds[min(n, len(t.rounds)) - 1].correct for t in ts if t.rounds) / len(ts)
+        sum(output_round(t, t.rounds[:n]).correct for t in ts if t.rounds) / len(ts)
         for n in range(1, max_rounds + 1)
     ]
 
@@ -372,6 +375,12 @@ def load_references(sources: Iterable[RunSource]) -> dict[str, dict[str, Any]]:
 
 
 def _references_of(directory: Path) -> dict[str, Any]:
+    if (directory / "instances.jsonl").exists():  # an import's own instances
+        from ..records import Instance
+
+        rows = [Instance.model_validate_json(line) for line in (directory / "instances.jsonl").read_text().splitlines()
+                if line.strip()]
+        return {i.id: i.reference for i in rows if i.reference is not None}
     config = json.loads((directory / "config.json").read_text())
     spec = config.get("spec")
     if not isinstance(spec, dict):
