@@ -34,9 +34,10 @@ def test_wilson_is_the_old_formula(k, n):
     low, high = wilson_interval(k, n)
     ref_low, ref_high = reference_wilson(k, n)
     assert abs(low - ref_low) <= 1e-12 and abs(high - ref_high) <= 1e-12
-    # At 0/n and n/n the bound can miss 0 or 1 by a rounding error (2.8e-17 at 0/7), in
-    # the old formula as in statsmodels.
-    assert 0.0 <= low <= k / n + 1e-15 and k / n - 1e-15 <= high <= 1.0
+    assert 0.0 <= low <= k / n <= high <= 1.0
+    # Exactly 0 at 0/n and 1 at n/n, where floating point misses by one unit in the old
+    # formula as in statsmodels (2.8e-17 at 0/7, 1 - 1.1e-16 at 20/20).
+    assert (low == 0.0) == (k == 0) and (high == 1.0) == (k == n)
 
 
 def test_the_old_rounded_z_moved_the_bounds_by_under_1e_8():

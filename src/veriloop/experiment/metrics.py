@@ -40,7 +40,9 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
-    return (float(low), float(high))
+    # At 0/n and n/n the bound is exactly 0 or 1; floating point can miss it by one unit
+    # (2.8e-17 at 0/7, 1 - 1.1e-16 at 20/20), which a reader comparing with 1 would trip on.
+    return (0.0 if successes == 0 else float(low), 1.0 if successes == n else float(high))
 
 
 def summarise(strategy: str, trajectories: Iterable[Trajectory]) -> StrategySummary:

@@ -25,7 +25,6 @@ Every question is one JSON line, appended as it is finished: the study resumes.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,14 +87,14 @@ def four_option_confidence(probs: dict[str, float]) -> float | None:
 
 
 def auroc(scores: list[float], labels: list[bool]) -> float | None:
-    """Probability that a random right answer scores above a random wrong one (ties
-    count half): the Mann-Whitney form of the area under the ROC curve."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    if not pos or not neg:
+    """Area under the ROC curve (scikit-learn's roc_auc_score): the probability that a
+    random right answer scores above a random wrong one, ties counting half. None with
+    one class only, where it is undefined (and scikit-learn raises)."""
+    if all(labels) or not any(labels):
         return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([bool(y) for y in labels], scores))
 
 
 def _answer_logprobs(completion_logprobs: list[TokenLogprob] | None) -> list[float]:
@@ -208,19 +207,28 @@ class MethodResult(BaseModel):
 
 def bootstrap_auroc_ci(scores: list[float], labels: list[bool], resamples: int = 1000, seed: int = 0) -> tuple[float, float] | None:
     """95% percentile interval of the AUROC, resampling questions with replacement
-    (resamples with a single class are skipped); seeded, so tables are reproducible."""
-    rng = random.Random(seed)
-    n = len(scores)
-    values = []
-    for _ in range(resamples):
-        idx = [rng.randrange(n) for _ in range(n)]
-        value = auroc([scores[i] for i in idx], [labels[i] for i in idx])
-        if value is not None:
-            values.append(value)
-    if len(values) < resamples // 10:
+    (numpy's default_rng(seed), so tables are reproducible; numpy's linear percentiles).
+    Resamples with a single class have no AUROC and are skipped; None when fewer than a
+    tenth of them are left. Each resample's AUROC is the Mann-Whitney form of
+    roc_auc_score (scipy's average ranks), computed for all resamples at once: calling
+    scikit-learn once per resample takes about 1.2 ms, over a second per interval."""
+    if not scores:
         return None
-    values.sort()
-    return (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))])
+    import numpy as np
+    from scipy.stats import rankdata
+
+    n = len(scores)
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    drawn, right = np.asarray(scores, dtype=float)[idx], np.asarray(labels, dtype=bool)[idx]
+    pos = right.sum(axis=1)
+    both = (pos > 0) & (pos < n)
+    if both.sum() < resamples // 10:
+        return None
+    drawn, right, pos = drawn[both], right[both], pos[both]
+    rank_sum = (rankdata(drawn, axis=1) * right).sum(axis=1)
+    values = (rank_sum - pos * (pos + 1) / 2) / (pos * (n - pos))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return (float(low), float(high))
 
 
 def summarise_detection(records: list[DetectionRecord]) -> list[MethodResult]:
