@@ -171,17 +171,42 @@ RUN = f"{MODEL} -n 1 --max-rounds 1 --k 1"  # one instance, one round, one sampl
 DEMO = "runs/demo"
 MAIN_JOB = ("standard", "backprompt", "backprompt", "sampling")
 
+def inspect_log_written(proc: subprocess.CompletedProcess[str], work: Path) -> None:
+    assert len(list((work / "inspect-logs").glob("*.eval"))) == 1
+
+
+def llm_llm_stopped_at_37(proc: subprocess.CompletedProcess[str], work: Path) -> None:
+    [row] = [r for r in json.loads((work / "runs/gpt4-coloring-sound/rescore.json").read_text())["stopping"]
+             if r["condition"].startswith("backprompt:feedback=llm")]
+    assert (row["n"], row["recorded"], row["stopped_by_verifier"]) == (100, 1, 37)
+
+
 EXAMPLES: dict[str, Example] = {
     # The first block: the project's two commands.
     "./run.sh": Example(add=f"{RUN} --out {{work}}/main-job", writes=("main-job/trajectories.jsonl",),
                         check=summary("main-job", *MAIN_JOB)),
     "./test.sh": Example(skip="it is the test suite itself, this test included"),
+    # Bring your own generations.
+    "cat > my_answers.jsonl": Example(writes=("my_answers.jsonl",)),
+    "import my_answers.jsonl": Example(prints=("4 of 4 recorded lines imported; 1 reply not readable as an answer",),
+                                       writes=("runs/my-answers/trajectories.jsonl", "runs/my-answers/instances.jsonl")),
+    "rescore runs/my-answers --verifier llm": Example(
+        prints=("my-sampler | rescored by llm", "Counterfactual stopping"),
+        writes=("runs/my-answers-llm/rescore.json", "runs/my-answers-llm/rescore.md")),
+    "view runs/my-answers-llm": Example(prints=("wrote runs/my-answers-llm/report.html",)),
+    "--format self-verification --domain coloring": Example(
+        prints=("1609 of 1609 recorded lines imported",), writes=("runs/gpt4-coloring/trajectories.jsonl",)),
+    "rescore runs/gpt4-coloring --verifier sound": Example(check=llm_llm_stopped_at_37),
+    "cat > inspect_game24.py": Example(writes=("inspect_game24.py",)),
+    "python inspect_game24.py": Example(check=inspect_log_written),
+    "import inspect-logs": Example(prints=("2 of 2 recorded lines imported",),
+                                   writes=("runs/from-inspect/trajectories.jsonl",)),
     # Strategies on a domain.
     "--out runs/demo": Example(add=RUN, writes=(f"{DEMO}/trajectories.jsonl", f"{DEMO}/config.json"),
                                prints=(f"records in {DEMO}/",), check=summary(DEMO, "standard", "backprompt")),
     "run --data ../shared/data/game24/24.csv": Example(add=RUN,
                                                        check=summary(f"runs/game24-{SMALL}-seed0", *MAIN_JOB)),
-    "--domain coloring": Example(add=RUN, check=summary(f"runs/coloring-{SMALL}-seed0", "backprompt")),
+    "run --domain coloring": Example(add=RUN, check=summary(f"runs/coloring-{SMALL}-seed0", "backprompt")),
     "--domain blocksworld": Example(add=RUN,
                                     check=summary(f"runs/blocksworld-{SMALL}-seed0", "standard", "sampling")),
     "openai/gpt-4o-mini": Example(add=f"--model openai/{ALIAS} --base-url {{server}} -n 1 --max-rounds 1 --k 1",
