@@ -170,3 +170,61 @@ def test_smollm2_judges_recorded_answers_and_a_second_run_replays_nothing(toy_ru
     again = veriloop("rescore", str(toy_run), "--model", "smollm2-135m", "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert "0 trajectories judged now, 4 resumed, 0 backend calls" in again.stdout
+
+
+@pytest.fixture(scope="module")
+def gsm8k_run(shared_data, tmp_path_factory) -> Path:
+    """Two recorded GSM8K programs (one right, one wrong: the domain runs them in the
+    sandbox) imported against the shared data."""
+    work = tmp_path_factory.mktemp("gsm8k")
+    answers = work / "answers.jsonl"
+    answers.write_text(
+        json.dumps({"instance_id": "gsm8k-1", "responses": ["eggs = 16 - 3 - 4\nanswer = eggs * 2"]}) + "\n"
+        + json.dumps({"instance_id": "gsm8k-2", "response": "answer = 2 + 2"}) + "\n", encoding="utf-8")
+    proc = veriloop("import", str(answers), "--domain", "gsm8k", "--data", str(shared_data / "gsm8k" / "test.jsonl"),
+                    "--out", str(work / "imported"))
+    assert proc.returncode == 0, proc.stderr
+    assert [t.correct for t in read_trajectories(work / "imported")] == [True, False]
+    return work / "imported"
+
+
+# verifier -> (each answer's (ok, unreadable), the roles of the judge's calls, tool calls per trajectory)
+EVERY_VERIFIER = {
+    "llm-cot": ([(False, True)] * 2, {"verify"}, [0, 0]),
+    "critic": ([(True, False)] * 2, {"verify"}, [1, 1]),
+    "critic-notool": ([(True, False)] * 2, {"verify"}, [0, 0]),
+    "selfcheck": ([(True, False)] * 2, {"check"}, [0, 0]),
+    "global-check@0.5": ([(True, False)] * 2, {"check"}, [0, 0]),
+}
+
+
+@pytest.mark.parametrize("verifier", list(EVERY_VERIFIER))
+def test_every_kind_of_verifier_rescores_recorded_answers(gsm8k_run, instant_server, tmp_path, verifier):
+    """The tool-using CRITIC gets the domain's tools (it runs each program in the sandbox:
+    one tool call); SelfCheck checks each step. The scripted server gives every call one
+    reply ending "Verdict: correct": no JSON verdict for the CoT judge (unreadable, so
+    rejected), an acceptance for the others."""
+    out = tmp_path / "rescored"
+    proc = veriloop("rescore", str(gsm8k_run), "--verifier", verifier, *instant_server, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rescored = sorted(read_trajectories(out), key=lambda t: t.instance_id)
+    assert [t.instance_id for t in rescored] == ["gsm8k-1", "gsm8k-2"]
+    oks, roles, tool_calls = EVERY_VERIFIER[verifier]
+    assert [(r.verdict.ok, r.verdict.unreadable) for t in rescored for r in t.rounds] == oks
+    assert {c.role for t in rescored for c in t.calls} == roles
+    assert [len(t.tool_calls) for t in rescored] == tool_calls
+    assert [r.verdict.verifier for t in rescored for r in t.rounds] == [verifier.partition("@")[0]] * 2
+    report = json.loads((out / "rescore.json").read_text())
+    assert report["overall"]["n"] == 2 and report["verifier"] == verifier
+
+
+def test_a_check_function_rescores_recorded_answers(toy_run, tmp_path):
+    check = tmp_path / "checks.py"
+    check.write_text("def has_star(instance, answer):\n    return [] if '*' in answer else ['no product']\n")
+    out = tmp_path / "rescored"
+    proc = veriloop("rescore", str(toy_run), "--check", f"python:{check}:has_star", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rescored = {t.instance_id: t for t in read_trajectories(out)}
+    assert {i: [r.verdict.ok for r in t.rounds] for i, t in rescored.items()} == {
+        i: [accepted for _, _, accepted in attempts] for i, attempts in TOY.items()}
+    assert all(not t.calls for t in rescored.values())

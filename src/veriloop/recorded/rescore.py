@@ -45,6 +45,7 @@ from ..experiment.spec import Budget
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
 from ..strategies.base import Strategy, VerifierSpec
+from ..tools.base import Toolbox
 from ..studies.verification import JudgedItem, VerifierScore, score_verifier
 from ..verifiers import get_verifier
 from .importer import INSTANCES
@@ -154,6 +155,18 @@ def source_domain(source: Path, config: Mapping[str, Any]) -> tuple[Domain, dict
     return domain, {i.id: i for i in domain.load_instances(None if data is None else str(data))}
 
 
+def toolbox_for(domain: Domain, config: Mapping[str, Any]) -> Toolbox | None:
+    """CRITIC's tools for a domain that has them (search over the run's data, the sandbox,
+    the calculator, toxicity), with the default settings; None for the other domains."""
+    from ..domains.base import CriticTask
+    from ..tools.config import ALL_TOOLS, ToolSettings, build_toolbox
+
+    if not isinstance(domain, CriticTask):
+        return None
+    data = config.get("data")
+    return build_toolbox(ToolSettings(names=tuple(ALL_TOOLS)), domain, None if data is None else str(data))
+
+
 async def rescore(
     source: Path, out_dir: Path, verifier: Any, model: Model, *, config: Mapping[str, object],
     concurrency: int | None = None, budget: Budget | None = None, on_progress: Callable[[int, int], None] | None = None,
@@ -165,6 +178,7 @@ async def rescore(
     started = time.perf_counter()
     src_config, recorded = source_run(source)
     domain, instances = source_domain(source, src_config)
+    tools = toolbox_for(domain, src_config)
     missing = sorted({t.instance_id for t in recorded} - set(instances))
     if missing:
         raise VeriloopError(f"{source}: instance {missing[0]!r} (and {len(missing) - 1} more) is not in the run's data "
@@ -196,7 +210,7 @@ async def rescore(
         async def one(strategy: Rescore, instance: Instance) -> None:
             nonlocal finished
             async with semaphore:
-                t = await run_episode(judge, domain, strategy, instance, 0)
+                t = await run_episode(judge, domain, strategy, instance, 0, tools)
                 await writer.append(t)
                 new.append(t)
                 finished += 1
