@@ -45,8 +45,8 @@ from ..experiment.spec import Budget
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
 from ..strategies.base import Strategy, VerifierSpec
-from ..tools.base import Toolbox
 from ..studies.verification import JudgedItem, VerifierScore, score_verifier
+from ..tools.base import Toolbox
 from ..verifiers import get_verifier
 from .importer import INSTANCES
 
