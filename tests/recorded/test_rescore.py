@@ -228,3 +228,15 @@ def test_a_check_function_rescores_recorded_answers(toy_run, tmp_path):
     assert {i: [r.verdict.ok for r in t.rounds] for i, t in rescored.items()} == {
         i: [accepted for _, _, accepted in attempts] for i, attempts in TOY.items()}
     assert all(not t.calls for t in rescored.values())
+
+
+def test_a_rescored_directory_can_be_rescored_again(toy_run, star_judge, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert veriloop("rescore", str(toy_run), *star_judge, "--out", str(first), "--no-cache").returncode == 0
+    proc = veriloop("rescore", str(first), "--verifier", "sound", "--out", str(second))
+    assert proc.returncode == 0, proc.stderr
+    again = {t.instance_id: t for t in read_trajectories(second)}
+    assert {t.strategy for t in again.values()} == {"toy | rescored by llm | rescored by sound"}
+    assert {i: [r.correct for r in t.rounds] for i, t in again.items()} == {
+        i: [right for _, right, _ in attempts] for i, attempts in TOY.items()}
+    assert [r.verdict.ok for r in again["game24-g2"].rounds] == [False, True]

@@ -190,7 +190,8 @@ async def rescore(
     label = next(iter(conditions.values())).canonical.rpartition(" | rescored by ")[2]
     with hold(out_dir):
         full = {**config, "rescored_from": str(source.resolve()), "domain": domain.name, "seed": 0,
-                "verifier": label, "model_identity": model.identity}
+                "verifier": label, "model_identity": model.identity, "data": src_config.get("data"),
+                "domain_options": src_config.get("domain_options") or {}}
         check_run_dir(out_dir, full)
         write_file(out_dir / CONFIG, json.dumps(full, indent=2, default=str) + "\n")
         done = {t.key: t for t in load_records(out_dir / TRAJECTORIES, Trajectory)}
@@ -239,6 +240,10 @@ async def rescore(
             "wall_seconds_this_run": round(time.perf_counter() - started, 3),
             "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in summaries},
         }, indent=2) + "\n")
+        # The instances judged, as an import keeps them: the viewer shows their references,
+        # and a rescored directory can itself be rescored.
+        used = dict.fromkeys(t.instance_id for t in recorded)
+        write_file(out_dir / INSTANCES, "".join(instances[i].model_dump_json() + "\n" for i in used))
         write_file(out_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         write_file(out_dir / REPORT_MD, report_markdown(report, source))
     return RescoreResult(out_dir, report, summaries, len(new), len(done),
