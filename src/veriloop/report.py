@@ -3,7 +3,8 @@
 A table is drawn as a grid when its columns fit: no cell is cut, a cell wraps only at
 its spaces, and a column is not squeezed below its longest word or 20 characters. When
 even that does not fit (eight figures in 80 columns), each row becomes a block of
-`header: value` lines instead."""
+`header: value` lines instead. A run's paired comparisons follow its table as lines
+wrapped at the width, never cut."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .experiment.metrics import StrategySummary
+from .experiment.paired import PairedComparison, difference_text, p_text
 
 # Narrower than this, a column of phrases would break most of its cells into many lines.
 COMFORTABLE = 20
@@ -161,6 +163,39 @@ def print_summary(
     console: Console, summaries: list[StrategySummary], title: str, labels: dict[str, str] | None = None
 ) -> None:
     console.print(summary_table(summaries, title, labels, console.width))
+
+
+def paired_text(comparisons: Sequence[PairedComparison], width: int, labels: dict[str, str] | None = None) -> str:
+    """The run's paired comparisons `width` characters wide, one pair of strategies (the
+    later against the earlier) per line, or per two when a line would wrap (the pair,
+    then its figures); nothing when there is no pair."""
+    if not comparisons:
+        return ""
+    labels = labels or {}
+    same = len({c.n for c in comparisons}) == 1
+    on = f"the {comparisons[0].n} instances both finished" if same else "the instances both finished"
+    lines = textwrap.wrap(f"Paired, on {on}: difference in accuracy with its 95% paired bootstrap interval, "
+                          "instances only the first named solved (won) and only the second (lost), exact "
+                          "McNemar p.", width)
+    for c in comparisons:
+        pair = f"{labels.get(c.b, c.b)} vs {labels.get(c.a, c.a)}" + ("" if same else f" (n = {c.n})")
+        figures = f"{difference_text(c)}, won {c.b_only}, lost {c.a_only}, p = {p_text(c.p_value)}"
+        if len(pair) + len(figures) + 4 <= width:
+            lines.append(f"  {pair}: {figures}")
+        else:
+            lines += textwrap.wrap(pair, width, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)
+            lines += textwrap.wrap(figures, width, initial_indent="    ", subsequent_indent="    ")
+    return "\n".join(lines) + "\n"
+
+
+def print_paired(
+    console: Console, comparisons: Sequence[PairedComparison], labels: dict[str, str] | None = None
+) -> None:
+    """Print the run's paired comparisons (see paired_text) fitted to the console's width,
+    after a blank line that sets them apart from the table above."""
+    text = paired_text(comparisons, console.width, labels)
+    if text:
+        console.print("\n" + text, end="", markup=False, highlight=False)
 
 
 def _markdown_row(line: str) -> list[str]:

@@ -497,3 +497,47 @@ def test_the_loaded_llama_computes_with_the_thread_count_given(monkeypatch, smol
     monkeypatch.delenv("VERILOOP_THREADS")
     default = loaded_llama(load_backend("smollm2-135m"))
     assert default.n_threads == max(1, os.cpu_count() or 1)  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------ paired comparisons
+
+
+def test_paired_block_fits_80_columns_one_pair_per_line_when_it_can():
+    from veriloop.experiment.paired import paired_comparison
+    from veriloop.report import paired_text
+
+    none, two = [False] * 10, [False, True, False, True] + [False] * 6  # the README's main job: sampling solved 2
+    pairs = [paired_comparison(none, two, names=("standard", "sampling:k=5")),
+             paired_comparison(none, none, names=("backprompt:verifier=llm,feedback=llm",
+                                                  "backprompt:verifier=sound,feedback=first"))]
+    narrow = paired_text(pairs, 80)
+    assert_fits(narrow)
+    assert narrow.splitlines()[0].startswith("Paired, on the 10 instances both finished: ")
+    # A pair that does not fit one line: the pair (wrapped), then its figures.
+    assert narrow.splitlines()[3:] == [
+        "  sampling:k=5 vs standard: +20 points (+0 to +50), won 2, lost 0, p = 0.500",
+        "  backprompt:verifier=sound,feedback=first vs",
+        "      backprompt:verifier=llm,feedback=llm",
+        "    +0 points (+0 to +0), won 0, lost 0, p = 1.000",
+    ]
+    wide = paired_text(pairs, 160).splitlines()
+    assert wide[-1] == ("  backprompt:verifier=sound,feedback=first vs backprompt:verifier=llm,feedback=llm: "
+                        "+0 points (+0 to +0), won 0, lost 0, p = 1.000")
+    assert paired_text([], 80) == ""
+
+
+def test_run_prints_its_paired_comparisons_after_the_table(tmp_path, instant_server):
+    out = tmp_path / "run"
+    proc = veriloop80("run", *instant_server, "-n", "3", "-s", "standard", "-s", "sampling:k=2", "--out", str(out),
+                      "--cache", str(tmp_path / "calls.sqlite"))
+    assert proc.returncode == 0, proc.stderr
+    assert_fits(proc.stdout)
+    (paired,) = json.loads((out / "summary.json").read_text())["paired"]
+    assert (paired["a"], paired["b"], paired["n"]) == ("standard:temperature=0",
+                                                       "sampling:k=2,temperature=1,verifier=sound", 3)
+    lines = proc.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Paired, on the 3 instances both finished"))
+    assert lines[start - 1] == ""
+    # The scripted server's one reply solves nothing: no instance tells the two apart.
+    assert (paired["a_only"], paired["b_only"], paired["difference_ci95"], paired["p_value"]) == (0, 0, [0, 0], 1.0)
+    assert "  sampling:k=2 vs standard: +0 points (+0 to +0), won 0, lost 0, p = 1.000" in lines[start:]

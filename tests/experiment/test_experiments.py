@@ -290,6 +290,26 @@ def test_the_results_files_have_one_row_per_cell(tmp_path) -> None:
     assert json.loads((out / "experiment.json").read_text())["name"] == "sums"
 
 
+def test_the_results_files_compare_each_pair_of_strategies_on_the_same_instances(tmp_path) -> None:
+    run(tmp_path, Script())
+    out = tmp_path / "exp"
+    paired = json.loads((out / "results.json").read_text())["paired"]
+    # standard and sampling solve none of the 3 sums, the judged loop all 3: every one of
+    # its instances is discordant, so every resample's difference is +1, and McNemar's
+    # exact p is 2 / 2**3.
+    assert [(c["model"], c["domain"], c["seed"], c["a"], c["b"], c["n"], c["a_only"], c["b_only"], c["difference"],
+             c["difference_ci95"], c["p_value"]) for c in paired] == [
+        ("gen", "sums", 0, "standard", "sampling:k=2", 3, 0, 0, 0.0, [0.0, 0.0], 1.0),
+        ("gen", "sums", 0, "standard", "LLM judge", 3, 0, 3, 1.0, [1.0, 1.0], 0.25),
+        ("gen", "sums", 0, "sampling:k=2", "LLM judge", 3, 0, 3, 1.0, [1.0, 1.0], 0.25),
+    ]
+    md = (out / "results.md").read_text()
+    assert "## Paired comparisons" in md
+    assert "| gen | sums | 0 | standard | LLM judge | 3 | 0/3 = 0% | 3/3 = 100% | +100 (+100 to +100) | 0 | 3 | 0.250 |" in md
+    # Each cell is a run directory of one strategy: nothing to pair inside it.
+    assert json.loads((out / "gen" / "sums" / "standard-seed0" / "summary.json").read_text())["paired"] == []
+
+
 def test_a_spent_experiment_budget_stops_cleanly_and_a_higher_cap_continues_without_repeating_a_call(tmp_path):
     uncapped = Script()
     run(tmp_path, uncapped, out="whole", cache="whole.sqlite")

@@ -61,26 +61,44 @@ def test_mcnemar_on_more_data(a, b):
     assert c.p_value == pytest.approx(binomtest(c.b_only, c.a_only + c.b_only, 0.5).pvalue, abs=1e-12)
 
 
-def scipy_interval(a, b, seed, resamples=10_000):
+def scipy_paired(a, b, seed, resamples=10_000, batch=BATCH):
+    """scipy's paired bootstrap of the difference in accuracy, called directly."""
     result = bootstrap(
         (np.array(a, dtype=float), np.array(b, dtype=float)), lambda x, y, axis: y.mean(axis=axis) - x.mean(axis=axis),
-        paired=True, vectorized=True, n_resamples=resamples, batch=BATCH, method="percentile", confidence_level=0.95,
+        paired=True, vectorized=True, n_resamples=resamples, batch=batch, method="percentile", confidence_level=0.95,
         rng=np.random.default_rng(seed),
     )
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
+def scipy_differences(a, b, seed, resamples=10_000):
+    """scipy's bootstrap of the per-instance differences b_i - a_i (what paired.py calls)."""
+    d = np.array(b, dtype=float) - np.array(a, dtype=float)
+    result = bootstrap((d,), lambda x, axis: x.mean(axis=axis), vectorized=True, n_resamples=resamples,
+                       batch=BATCH, method="percentile", confidence_level=0.95, rng=np.random.default_rng(seed))
+    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
+
+
+def approx_pair(interval):
+    return (pytest.approx(interval[0], abs=1e-12), pytest.approx(interval[1], abs=1e-12))
+
+
 @pytest.mark.parametrize("seed", [0, 7])
-def test_bootstrap_interval_is_scipys_with_the_same_seed(seed):
-    c = paired_comparison(A, B, seed=seed)
-    assert c.difference_ci95 == scipy_interval(A, B, seed)
-    assert (c.resamples, c.seed) == (10_000, seed)
+@pytest.mark.parametrize(("a", "b"), [(A, B), ([T, F] * 20, [T, T, F, T] * 10),
+                                      ([F] * 30 + [T] * 10, [T] * 25 + [F] * 5 + [T] * 10)])
+def test_bootstrap_interval_is_scipys_paired_bootstrap_with_the_same_seed(a, b, seed):
+    c = paired_comparison(a, b, seed=seed)
+    # Resampling the pairs draws the same instances as resampling their differences: the
+    # same interval as scipy's paired=True, up to the rounding of a mean of differences.
+    assert c.difference_ci95 == approx_pair(scipy_paired(a, b, seed))
+    assert c.difference_ci95 == scipy_differences(a, b, seed)
+    assert (c.resamples, c.bootstrap_seed) == (10_000, seed)
 
 
 def test_bootstrap_interval_pinned_and_deterministic():
     first = paired_comparison(A, B, resamples=2000, seed=3)
     assert first == paired_comparison(A, B, resamples=2000, seed=3)
-    assert first.difference_ci95 == scipy_interval(A, B, 3, resamples=2000)
+    assert first.difference_ci95 == approx_pair(scipy_paired(A, B, 3, resamples=2000))
     # Resampled differences of 12 instances are multiples of 1/12: from 0 to 9 of them here,
     # so the interval holds 0 as McNemar's p = 0.125 says.
     assert paired_comparison(A, B).difference_ci95 == (0.0, 0.75)
@@ -90,12 +108,7 @@ def test_bootstrap_interval_pinned_and_deterministic():
 def test_batch_size_does_not_change_the_interval():
     # BATCH bounds memory only: scipy with another batch size draws the same resamples.
     a, b = [T, F] * 20, [T, T, F, T] * 10
-    expected = scipy_interval(a, b, 0)
-    unbatched = bootstrap((np.array(a, dtype=float), np.array(b, dtype=float)),
-                          lambda x, y, axis: y.mean(axis=axis) - x.mean(axis=axis), paired=True, vectorized=True,
-                          n_resamples=10_000, method="percentile", rng=np.random.default_rng(0))
-    assert expected == (unbatched.confidence_interval.low, unbatched.confidence_interval.high)
-    assert paired_comparison(a, b).difference_ci95 == expected
+    assert scipy_paired(a, b, 0) == scipy_paired(a, b, 0, batch=None) == scipy_paired(a, b, 0, batch=123)
 
 
 def no_nan(c: PairedComparison) -> bool:
@@ -123,7 +136,8 @@ def test_one_discordant_pair_among_concordant_ones_goes_to_scipy():
     a, b = [T, T, F, F, F], [T, T, F, F, T]
     c = paired_comparison(a, b)
     assert (c.a_only, c.b_only, c.p_value) == (0, 1, 1.0)
-    assert c.difference_ci95 == scipy_interval(a, b, 0) == (0.0, pytest.approx(0.6))
+    assert c.difference_ci95 == scipy_differences(a, b, 0) == (0.0, pytest.approx(0.6))
+    assert c.difference_ci95 == approx_pair(scipy_paired(a, b, 0))
 
 
 def test_unequal_lengths_are_refused_in_one_line():
@@ -157,7 +171,9 @@ def test_pairwise_compares_each_later_strategy_with_each_earlier_one():
 
 def test_texts():
     c = paired_comparison(A, B)
-    assert difference_text(c) == "+42 points (95% CI +0 to +75)"
-    assert difference_text(paired_comparison([T, T], [T, T])) == "+0 points (95% CI +0 to +0)"
+    assert difference_text(c) == "+42 points (+0 to +75)"
+    assert difference_text(c, unit="") == "+42 (+0 to +75)"
+    assert difference_text(paired_comparison([T, T], [T, T])) == "+0 points (+0 to +0)"
+    assert difference_text(paired_comparison([T] * 3, [F] * 3)) == "-100 points (-100 to -100)"
     assert difference_text(paired_comparison([], [])) == "-"
     assert [p_text(p) for p in (1.0, 0.125, 0.0004)] == ["1.000", "0.125", "<0.001"]

@@ -327,11 +327,13 @@ def run(
 
 def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], instances: list[Instance], label: str,
               model: str, seed: int, no_cache: bool, run_dir: Path) -> None:
-    from ..report import print_summary
+    from ..report import print_paired, print_summary
 
     first_id, last_id = instances[0].id, instances[-1].id
     title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"
-    print_summary(out, result.summaries, title, labels={s.canonical: spec for s, spec in zip(strategies, specs)})
+    labels = {s.canonical: spec for s, spec in zip(strategies, specs)}
+    print_summary(out, result.summaries, title, labels=labels)
+    print_paired(out, result.paired, labels)
     calls_note = f"{result.backend_calls} backend calls" + (" (cache off)" if no_cache else "")
     out.print(
         f"{result.new_trajectories} new and {result.reused_trajectories} resumed trajectories, {calls_note}, "

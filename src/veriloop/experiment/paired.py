@@ -14,9 +14,11 @@ Invariants:
 - `p_value` is the exact McNemar test (statsmodels' mcnemar(table, exact=True): the
   two-sided binomial test of b_only among the discordant pairs at one half). It is 1.0
   when no pair is discordant (n = 0 included): no evidence of any difference.
-- `difference_ci95` is the 95% paired bootstrap percentile interval of the difference
-  (scipy.stats.bootstrap, paired=True, over `resamples` resamples of the instances, drawn
-  by numpy's default_rng(seed)): the same data and seed give the same interval. When
+- `difference_ci95` is the 95% paired bootstrap percentile interval of the difference:
+  `resamples` resamples of the instances, drawn by numpy's default_rng(seed), so the same
+  data and seed give the same interval. scipy.stats.bootstrap resamples the per-instance
+  differences b_i - a_i, which is resampling the pairs: the same interval as its
+  paired=True on (a, b) with the same seed (to rounding), in half the time. When
   every instance has the same difference (no discordant pair, or all discordant the same
   way) every resample has that difference, so the interval is that point, set without
   calling scipy. It is None when n = 0.
@@ -27,7 +29,7 @@ scipy, statsmodels and numpy are imported when a comparison is made, not with th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -58,11 +60,11 @@ class PairedComparison(BaseModel):
     p_value: float  # exact McNemar
     difference_ci95: tuple[float, float] | None  # paired bootstrap percentile interval; None when n = 0
     resamples: int
-    seed: int
+    bootstrap_seed: int  # numpy default_rng seed of the resamples
 
 
-def _difference(a: Any, b: Any, axis: int = -1) -> Any:
-    return b.mean(axis=axis) - a.mean(axis=axis)
+def _mean(d: Any, axis: int = -1) -> Any:
+    return d.mean(axis=axis)
 
 
 def paired_comparison(
@@ -93,16 +95,14 @@ def paired_comparison(
         import numpy as np
         from scipy.stats import bootstrap
 
-        result = bootstrap(
-            (np.asarray(a, dtype=float), np.asarray(b, dtype=float)), _difference, paired=True, vectorized=True,
-            n_resamples=resamples, batch=BATCH, method="percentile", confidence_level=0.95,
-            rng=np.random.default_rng(seed),
-        )
+        d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+        result = bootstrap((d,), _mean, vectorized=True, n_resamples=resamples, batch=BATCH, method="percentile",
+                           confidence_level=0.95, rng=np.random.default_rng(seed))
         interval = (float(result.confidence_interval.low), float(result.confidence_interval.high))
     return PairedComparison(
         a=names[0], b=names[1], n=n, a_correct=a_correct, b_correct=b_correct,
         a_accuracy=a_correct / n if n else 0.0, b_accuracy=b_correct / n if n else 0.0, difference=difference,
-        a_only=a_only, b_only=b_only, p_value=p_value, difference_ci95=interval, resamples=resamples, seed=seed,
+        a_only=a_only, b_only=b_only, p_value=p_value, difference_ci95=interval, resamples=resamples, bootstrap_seed=seed,
     )
 
 
@@ -132,12 +132,25 @@ def pairwise(
             for a, b in combinations(groups, 2)]
 
 
-def difference_text(c: PairedComparison) -> str:
-    """The difference in accuracy points, with its interval: "+20 points (95% CI +0 to +50)"."""
+def run_paired(strategies: Sequence[str], instance_ids: Iterable[str], seed: int,
+               trajectories: Iterable[Trajectory]) -> list[PairedComparison]:
+    """summary.json's `paired`: each pair of the run's strategies (in their order), over
+    the run's instances at its seed that both finished."""
+    wanted = set(instance_ids)
+    groups: dict[str, list[Trajectory]] = {s: [] for s in strategies}
+    for t in trajectories:
+        if t.seed == seed and t.instance_id in wanted and t.strategy in groups:
+            groups[t.strategy].append(t)
+    return pairwise(groups)
+
+
+def difference_text(c: PairedComparison, unit: str = " points") -> str:
+    """The difference in accuracy points and its interval, "+20 points (+0 to +50)" ("-"
+    when n = 0); the interval's level is for the heading to say."""
     if c.difference_ci95 is None:
         return "-"
     low, high = c.difference_ci95
-    return f"{_points(c.difference)} points (95% CI {_points(low)} to {_points(high)})"
+    return f"{_points(c.difference)}{unit} ({_points(low)} to {_points(high)})"
 
 
 def _points(x: float) -> str:

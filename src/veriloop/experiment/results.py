@@ -1,6 +1,7 @@
 """An experiment's results: one row per cell (results.csv, .md, .json), the accuracy vs
-tokens frontier (frontier.png) and accuracy at matched token budgets, all computed from
-the cells' trajectories on disk, never from anything else."""
+tokens frontier (frontier.png), accuracy at matched token budgets and each pair of
+strategies compared on the same instances (experiment.paired), all computed from the
+cells' trajectories on disk, never from anything else."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..records import Trajectory
 from .budget import usage_of
 from .executor import CellPlan, price_of
 from .metrics import summarise
+from .paired import RESAMPLES, PairedComparison, difference_text, p_text, pairwise
 from .spec import Experiment
 
 if TYPE_CHECKING:
@@ -132,6 +134,38 @@ def groups_of(plans: Sequence[CellPlan]) -> dict[tuple[str, str, int], dict[str,
     return grouped
 
 
+def paired_of(plans: Sequence[CellPlan]) -> list[tuple[tuple[str, str, int], PairedComparison]]:
+    """Per (model, domain, seed): each pair of its cells (different strategies), the
+    later against the earlier in the experiment's order, on the instances both finished."""
+    grouped: dict[tuple[str, str, int], dict[str, list[Trajectory]]] = {}
+    for p in plans:
+        grouped.setdefault((p.cell.model, p.cell.domain, p.cell.seed), {})[p.cell.strategy] = cell_trajectories(p)
+    return [(key, c) for key, groups in grouped.items() for c in pairwise(groups)]
+
+
+PAIRED_HEADERS = ("model", "domain", "seed", "a", "b", "n", "a's accuracy", "b's accuracy",
+                  "b - a in points (95% CI)", "only a solved", "only b solved", "exact McNemar p")
+
+
+def paired_markdown(paired: Sequence[tuple[tuple[str, str, int], PairedComparison]]) -> list[str]:
+    """results.md's paired comparisons section (nothing when no two strategies share a
+    model, domain and seed)."""
+    if not paired:
+        return []
+    rows = [[
+        model, domain, str(seed), c.a, c.b, str(c.n),
+        f"{c.a_correct}/{c.n} = {c.a_accuracy:.0%}" if c.n else "-",
+        f"{c.b_correct}/{c.n} = {c.b_accuracy:.0%}" if c.n else "-",
+        difference_text(c, unit=""), str(c.a_only), str(c.b_only), p_text(c.p_value),
+    ] for (model, domain, seed), c in paired]
+    return ["", "## Paired comparisons", "",
+            "Each pair of strategies with the same model, domain and seed, on the instances both finished: b's "
+            f"accuracy minus a's, in points, with its 95% paired bootstrap interval ({RESAMPLES:,} resamples of the "
+            "instances), the instances only one of them solved, and the exact McNemar p-value (a two-sided "
+            "binomial test on those discordant instances).", "",
+            *_markdown_table(PAIRED_HEADERS, rows)]
+
+
 def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult]:
     """results.csv/.md/.json, frontier.png and the matched-budget tables in the
     experiment's directory; returns the rows."""
@@ -143,9 +177,11 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     _write(out / "results.csv", results_csv(rows))
     pools = experiment_pools((r.domain, r.model, r.seed, r.strategy, cell_trajectories(p))
                              for r, p in zip(rows, result.plans))
+    paired = paired_of(result.plans)
     payload = {
         "experiment": experiment.name, "cells": [r.model_dump() for r in rows], "stopped": result.stopped,
         "incomplete_cells": result.incomplete_cells, "pools": pools_json(pools),
+        "paired": [{"model": m, "domain": d, "seed": s, **c.model_dump()} for (m, d, s), c in paired],
     }
     _write(out / "results.json", json.dumps(payload, indent=2) + "\n")
     grouped = groups_of(result.plans)
@@ -180,6 +216,7 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
               "Accuracy vs mean tokens per instance, with the Pareto front: frontier.png.", ""]
     lines += budget_tables
     lines += pools_section([t for t in pool_tables if t])
+    lines += paired_markdown(paired)
     _write(out / "results.md", "\n".join(lines) + "\n")
     return rows
 

@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from .dirlock import hold, is_held, refuse_if_held
 from .identity import check_same_run
 from .jsonl import RecordWriter, load_records, write_file
 from .metrics import StrategySummary, summarise
+from .paired import PairedComparison, run_paired
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
@@ -43,6 +44,7 @@ class RunResult:
     reused_trajectories: int
     backend_calls: int
     wall_seconds: float
+    paired: list[PairedComparison] = field(default_factory=list)  # set by write_summary
 
 
 def load_trajectories(path: Path) -> list[Trajectory]:
@@ -204,17 +206,22 @@ def finish_run(
 
 def write_summary(result: RunResult, instances: list[Instance], seed: int,
                   trajectories: Iterable[Trajectory] | None = None) -> None:
-    """summary.json: the strategies' summaries, and the pool curves (experiment.pools)
-    of those whose trajectories (`trajectories`, else the run's file) have pools."""
+    """summary.json: the strategies' summaries, the pool curves (experiment.pools) of
+    those whose trajectories (`trajectories`, else the run's file) have pools, and each
+    pair of strategies compared on the instances both finished (experiment.paired; also
+    kept in `result.paired` for the caller to print)."""
     from .pools import run_pools
 
-    ts = load_trajectories(result.out_dir / TRAJECTORIES) if trajectories is None else trajectories
+    ts = list(load_trajectories(result.out_dir / TRAJECTORIES) if trajectories is None else trajectories)
+    strategies = [s.strategy for s in result.summaries]
+    result.paired = run_paired(strategies, [i.id for i in instances], seed, ts)
     payload = {
         "seed": seed,
         "instances": [i.id for i in instances],
         "backend_calls_this_run": result.backend_calls,
         "wall_seconds_this_run": result.wall_seconds,
         "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in result.summaries},
-        "pools": run_pools([s.strategy for s in result.summaries], [i.id for i in instances], seed, ts),
+        "pools": run_pools(strategies, [i.id for i in instances], seed, ts),
+        "paired": [c.model_dump() for c in result.paired],
     }
     write_file(result.out_dir / SUMMARY, json.dumps(payload, indent=2) + "\n")
