@@ -40,7 +40,7 @@ from ..experiment.budget import Meter, MeteredModel, usage_of
 from ..experiment.dirlock import hold
 from ..experiment.jsonl import RecordWriter, load_records, write_file
 from ..experiment.metrics import StrategySummary, summarise, wilson_interval
-from ..experiment.runner import CONFIG, SUMMARY, TRAJECTORIES, check_run_dir, run_episode
+from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, run_episode, write_summary
 from ..experiment.spec import Budget
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
@@ -234,15 +234,12 @@ async def rescore(
         ordered = [rescored[(conditions[t.strategy].canonical, t.instance_id, 0)] for t in recorded]
         names = list(dict.fromkeys(t.strategy for t in ordered))
         summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in names]
-        write_file(out_dir / SUMMARY, json.dumps({
-            "rescored_from": str(source), "verifier": label, "instances": list(dict.fromkeys(t.instance_id for t in ordered)),
-            "backend_calls_this_run": sum(not c.cached for t in new for c in t.calls),
-            "wall_seconds_this_run": round(time.perf_counter() - started, 3),
-            "strategies": {s.strategy: s.model_dump(exclude={"strategy"}) for s in summaries},
-        }, indent=2) + "\n")
+        run = RunResult(out_dir, summaries, len(new), len(done), sum(not c.cached for t in new for c in t.calls),
+                        round(time.perf_counter() - started, 3))
+        used = list(dict.fromkeys(t.instance_id for t in recorded))
+        write_summary(run, [instances[i] for i in used], 0, ordered)
         # The instances judged, as an import keeps them: the viewer shows their references,
         # and a rescored directory can itself be rescored.
-        used = dict.fromkeys(t.instance_id for t in recorded)
         write_file(out_dir / INSTANCES, "".join(instances[i].model_dump_json() + "\n" for i in used))
         write_file(out_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         write_file(out_dir / REPORT_MD, report_markdown(report, source))
