@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,20 @@ async def _run_held(
     tools: Toolbox | None, role_models: Mapping[str, Model] | None, roles: Mapping[str, str], started: float,
 ) -> RunResult:
     done, todo = open_run(out_dir, model.name, model.identity, domain, strategies, instances, seed, config, roles)
-    total = len(strategies) * len(instances)
+    new = await run_pairs(model, domain, todo, out_dir, seed, total=len(strategies) * len(instances),
+                          concurrency=concurrency, on_progress=on_progress, tools=tools, role_models=role_models)
+    return finish_run(out_dir, strategies, instances, seed, done, new, started)
+
+
+async def run_pairs(
+    model: Model, domain: Domain, todo: Sequence[tuple[Strategy, Instance]], out_dir: Path, seed: int, *, total: int,
+    concurrency: int | None = None, on_progress: Callable[[int, int], None] | None = None,
+    tools: Toolbox | None = None, role_models: Mapping[str, Model] | None = None,
+) -> list[Trajectory]:
+    """Run each (strategy, instance) of `todo`, at most `concurrency` at once, appending
+    each trajectory to the run's records as it finishes; progress counts from the `total`
+    minus what is left to do. Returns the new trajectories; on an error or a cancellation
+    the others are cancelled, and every trajectory finished before is on disk."""
     finished = total - len(todo)
     if on_progress:
         on_progress(finished, total)
@@ -151,7 +164,7 @@ async def _run_held(
         raise
     finally:
         await writer.aclose()
-    return finish_run(out_dir, strategies, instances, seed, done, new, started)
+    return new
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:

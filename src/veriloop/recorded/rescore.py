@@ -21,7 +21,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import defaultdict
@@ -38,9 +37,9 @@ from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.budget import Meter, MeteredModel, usage_of
 from ..experiment.dirlock import hold
-from ..experiment.jsonl import RecordWriter, load_records, write_file
+from ..experiment.jsonl import load_records, write_file
 from ..experiment.metrics import StrategySummary, summarise, wilson_interval
-from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, run_episode, write_summary
+from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, run_pairs, write_summary
 from ..experiment.spec import Budget
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
@@ -201,33 +200,8 @@ async def rescore(
         if budget is not None and budget.is_set():
             judge = MeteredModel(model, [Meter("rescore", budget, usage_of(done.values(), lambda *a: 0.0))],
                                  lambda p, c: 0.0)
-        total, finished = len(recorded), len(recorded) - len(todo)
-        if on_progress:
-            on_progress(finished, total)
-        semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
-        writer = RecordWriter(out_dir / TRAJECTORIES)
-        new: list[Trajectory] = []
-
-        async def one(strategy: Rescore, instance: Instance) -> None:
-            nonlocal finished
-            async with semaphore:
-                t = await run_episode(judge, domain, strategy, instance, 0, tools)
-                await writer.append(t)
-                new.append(t)
-                finished += 1
-                if on_progress:
-                    on_progress(finished, total)
-
-        tasks = [asyncio.create_task(one(s, i)) for s, i in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            from ..experiment.runner import cancel_and_wait
-
-            await cancel_and_wait(tasks)
-            raise
-        finally:
-            await writer.aclose()
+        new = await run_pairs(judge, domain, todo, out_dir, 0, total=len(recorded), concurrency=concurrency,
+                              on_progress=on_progress, tools=tools)
         rescored = {**done, **{t.key: t for t in new}}
         report = rescore_report(recorded, rescored, conditions, label,
                                 None if isinstance(verifier, str) and verifier == "sound" else model.name)
