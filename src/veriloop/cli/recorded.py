@@ -125,8 +125,8 @@ def _parsed(raw: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, AnswerLine | 
 def rescore_command(
     source: Annotated[Path, typer.Argument(help="A run directory: one `veriloop import` or `veriloop run` wrote.")],
     verifier: Annotated[str, typer.Option(
-        help="The verifier that judges every recorded answer: sound, llm, llm-cot, critic-notool, selfcheck, "
-        "global-check (with @T a threshold), or a plugin's (veriloop plugins).")] = "llm",
+        help="The verifier that judges every recorded answer: sound, llm, llm-cot, critic (with the domain's tools), "
+        "critic-notool, selfcheck, global-check (with @T a threshold), or a plugin's (veriloop plugins).")] = "llm",
     check: Annotated[str | None, typer.Option(
         metavar="SPEC", help="A check function as the verifier instead: package.module:function or "
         "python:path/to/file.py:function.")] = None,
