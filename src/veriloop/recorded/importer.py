@@ -155,8 +155,7 @@ def import_lines(
         write_file(out_dir / INSTANCES, "".join(i.model_dump_json() + "\n" for i in used.values()))
         conditions = list(dict.fromkeys(t.strategy for t in ordered))
         summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in conditions]
-        instances = list(dict.fromkeys(t.instance_id for t in ordered))
-        write_summary(RunResult(out_dir, summaries, len(ordered), 0, 0, 0.0), _ids(instances), 0)
+        write_summary(RunResult(out_dir, summaries, len(ordered), 0, 0, 0.0), list(used.values()), 0, ordered)
         result = ImportResult(out_dir, summaries, count, skipped, unreadable)
         write_file(out_dir / REPORT, json.dumps({
             "lines": count, "imported": result.imported, "trajectories": len(ordered),
@@ -173,11 +172,6 @@ def _not_in_data(instance_id: str, domain: Domain, instance_of: Callable[[str], 
         return (f"instance {instance_id!r} is not in the data; did you mean {named!r}? (ids are the domain's, "
                 "as `veriloop run --data` names the instances)")
     return f"instance {instance_id!r} is not in the data{data_hint}"
-
-
-def _ids(ids: list[str]) -> list[Instance]:
-    # write_summary lists instances by id; an imported run knows its instances by id alone.
-    return [Instance(id=i, data={}) for i in ids]
 
 
 def _refuse_another_run(out_dir: Path, config: Mapping[str, object]) -> None:
