@@ -357,9 +357,12 @@ def _bare_program(text: str) -> str:
     return "\n".join(best).strip("\n") if best else text.strip("\n")
 
 
-def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False) -> ExecResult:
-    """Run `code` (fences allowed) in the sandbox and report its `answer`, its output
-    and its error. Never raises for anything the program does."""
+def run_python(
+    code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False, answer_chars: int = ANSWER_CHARS
+) -> ExecResult:
+    """Run `code` (fences allowed) in the sandbox and report its `answer` (its first
+    `answer_chars` characters), its output and its error. Never raises for anything the
+    program does."""
     limits = limits or SandboxLimits()
     code = program_from_text(code)
     started = time.perf_counter()
@@ -383,7 +386,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
             "expose": _EXPOSE,
             "private_places": list(PRIVATE_PLACES),
             "under_private": _UNDER_PRIVATE,
-            "answer_chars": ANSWER_CHARS,
+            "answer_chars": int(answer_chars),
             "cpu_seconds": int(limits.cpu_seconds),
             "memory_bytes": int(limits.memory_bytes),
             "processes": int(limits.processes),
