@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ...datafiles import loads
+from ...datafiles import json_object_lines
 from ...errors import DataFileError
 from ...records import Instance
 
@@ -66,14 +66,7 @@ def read_problems(source: str | Path | None = None) -> list[Instance]:
         raise DataFileError(f"{where}: not UTF-8 text; expected {FILE_FORMAT}") from None
     out: list[Instance] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = loads(line)
-        except ValueError as exc:
-            raise DataFileError(f"{where}, line {number}: not valid JSON ({getattr(exc, 'msg', exc)}); "
-                                f"expected {FILE_FORMAT}") from None
+    for number, row in json_object_lines(text, where, f"expected {FILE_FORMAT}"):
         instance = problem_instance(row, f"{where}, line {number}")
         if instance.id in seen:
             raise DataFileError(f"{where}, line {number}: task {row['task_id']!r} has the id {instance.id} of line "

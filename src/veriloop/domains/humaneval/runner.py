@@ -22,13 +22,12 @@ import hashlib
 import json
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ...tools.sandbox import SandboxLimits, run_python
+from ...tools.sandbox import RunCache, SandboxLimits, run_python
 
 CACHE_SIZE = 1024
 TEST_SECONDS = 3.0  # one test (HumanEval's own harness gives the whole check 3 s)
@@ -91,8 +90,7 @@ class TestRunner:
         # harness's alarms cannot (a candidate that swallows every alarm, a crash).
         ceiling = self.budget_seconds + 4.0
         self.limits = SandboxLimits(wall_seconds=ceiling, cpu_seconds=int(ceiling) + 1)
-        self._runs: OrderedDict[str, TestRun] = OrderedDict()
-        self._lock = threading.Lock()
+        self._runs: RunCache[TestRun] = RunCache(CACHE_SIZE)
 
     def run(self, context: str, code: str, entry_point: str, mode: str, tests: Any) -> TestRun:
         """`code` against `tests` (mode "check": a test module's source; "asserts": a list
@@ -104,21 +102,16 @@ class TestRunner:
         }
         text = json.dumps(payload, sort_keys=True)
         key = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
-        with self._lock:
-            hit = self._runs.get(key)
-            if hit is not None:
-                self._runs.move_to_end(key)
-                return hit
+        hit = self._runs.get(key)
+        if hit is not None:
+            return hit
         encoded = base64.b64encode(text.encode("utf-8", "replace")).decode("ascii")
         program = f"{harness_source()}\nanswer = main({encoded!r})\n"
         with _SLOTS:
             result = run_python(program, self.limits, allow_unisolated=self.allow_unisolated, answer_chars=REPORT_CHARS)
         run = read_report(result.answer, result.error, result.timed_out, result.refused, result.seconds)
         if not run.timed_out and not result.refused:
-            with self._lock:
-                self._runs[key] = run
-                while len(self._runs) > CACHE_SIZE:
-                    self._runs.popitem(last=False)
+            self._runs.put(key, run)
         return run
 
 
