@@ -86,9 +86,10 @@ class TestRunner:
         self.test_seconds = float(test_seconds)
         self.budget_seconds = float(budget_seconds)
         self.allow_unisolated = allow_unisolated
-        # The sandbox's own limits sit above the harness's budget: they stop what the
-        # harness's alarms cannot (a candidate that swallows every alarm, a crash).
-        ceiling = self.budget_seconds + 4.0
+        # The sandbox's own limits sit above the harness's budget, with room for starting
+        # and defining: they stop what the harness's alarms cannot (a candidate that
+        # swallows every alarm, a crash). 10 s for the default 6 s budget.
+        ceiling = self.budget_seconds * 1.5 + 1.0
         self.limits = SandboxLimits(wall_seconds=ceiling, cpu_seconds=int(ceiling) + 1)
         self._runs: RunCache[TestRun] = RunCache(CACHE_SIZE)
 
