@@ -77,7 +77,7 @@ class HiddenTests(_CodeVerifier):
         return verdict
 
 
-def test_writer_messages(stub: str, entry_point: str, count: int) -> list[Message]:
+def ask_for_tests(stub: str, entry_point: str, count: int) -> list[Message]:
     """Ask for `count` assert-tests of a function from its signature and docstring."""
     return [
         {"role": "system", "content": TEST_WRITER_SYSTEM},
@@ -141,7 +141,7 @@ class GeneratedTests(_CodeVerifier):
             verdict.verifier = self.name
             return verdict
         entry = task.entry_point(instance)
-        messages = test_writer_messages(task.function_stub(instance), entry, self.tests)
+        messages = ask_for_tests(task.function_stub(instance), entry, self.tests)
         # Greedy, so every round of a loop is judged by the same tests (a cached call).
         params = episode.params(temperature=0.0, max_tokens=self.max_tokens)
         reply = await episode.call_one("verify", messages, params, round)

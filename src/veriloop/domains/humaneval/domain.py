@@ -27,6 +27,7 @@ from ...errors import VeriloopError
 from ..base import (
     Instance,
     Message,
+    ModelCritiqued,
     SoundlyScored,
     Verdict,
     VerdictError,
@@ -44,13 +45,16 @@ _REJECTION = "Your function is not correct"
 _REASK = "Please write the corrected function: the whole function in one ```python block."
 
 
-class HumanEval(SoundlyScored):
+class HumanEval(SoundlyScored, ModelCritiqued):
     """OpenAI's HumanEval (Chen et al., 2021): 164 Python functions to write, each
     checked by its own unit tests. `--data` takes a file of the same format."""
 
     name = "humaneval"
     description = "Python functions from their docstrings (HumanEval), checked by running their tests in the sandbox."
     answer_tokens = 512
+    # CRITIC: no tool the model calls itself; the examples' run is the evidence.
+    critic_tools: tuple[str, ...] = ()
+    max_corrections = 4
 
     def __init__(self, allow_unisolated: bool = False, test_seconds: float = TEST_SECONDS,
                  budget_seconds: float = BUDGET_SECONDS) -> None:
@@ -172,6 +176,57 @@ class HumanEval(SoundlyScored):
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
         return rejection_feedback(shown_errors(verdict, level), level, _REJECTION, _REASK)
+
+    # ------------------------------------------------------------------ CRITIC
+
+    def evidence(self, instance: Instance, text: str) -> list[tuple[str, str]]:
+        """The python tool's run of the function on the docstring's examples (none
+        without a function to run)."""
+        code = self.extract_answer(instance, text)
+        if code is None:
+            return []
+        examples = visible_examples(instance.data["prompt"], instance.data["entry_point"], instance.data["task_id"])
+        return [("python", examples_program(instance.data["prompt"], code, examples))]
+
+    def verify_instructions(self, instance: Instance) -> str:
+        return (
+            "Look at the function and at what running it on the docstring's examples printed (each result, and "
+            "the result the docstring shows). Does every example give what the docstring shows? Then read the code "
+            "against the docstring: the cases it names, empty and edge inputs, off-by-one limits, the type returned. "
+            "Say exactly what is wrong, or that the function is correct."
+        )
+
+    def correction_request(self, instance: Instance) -> str:
+        return "Write the corrected function: the whole function, its signature included, in one ```python block."
+
+    def metrics(self, instance: Instance, text: str | None) -> dict[str, float]:
+        return {"accuracy": float(self.score(instance, text))}
+
+    def sample_metric(self, instance: Instance, text: str) -> float:
+        return float(self.score(instance, text))
+
+
+def examples_program(prompt: str, code: str, examples: list[tuple[str, str]]) -> str:
+    """A program (for the python tool, which runs it in the sandbox) that defines the
+    function and prints, for each example, its source, what it gave and what the
+    docstring shows."""
+    lines = [prompt.rstrip("\n"), "", code.rstrip("\n"), "", "answer = 'see the printed results'"]
+    for source, want in examples:
+        shown = " ".join(source.split())
+        try:
+            expression = isinstance(ast.parse(source).body[0], ast.Expr)
+        except (SyntaxError, ValueError, IndexError):
+            continue
+        run = f"print(repr({source.strip()}))" if expression else source.strip()
+        lines += [
+            f"print({'>>> ' + shown!r})",
+            "try:",
+            *("    " + line for line in run.splitlines()),
+            "except Exception as exc:",
+            "    print(type(exc).__name__ + ': ' + str(exc))",
+            f"print({'(the docstring shows: ' + (want.strip() or 'nothing') + ')'!r})",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def verdict_of(run: TestRun, label: str = "test") -> Verdict:
