@@ -167,7 +167,7 @@ def test_the_experiment_file_plans_the_issues_conditions(tmp_path):
         ("humaneval", "Standard", "0/2", "2"), ("humaneval", "Self-critique", "0/2", "28"),
         ("humaneval", "Visible first", "0/2", "10"), ("humaneval", "Visible binary", "0/2", "10"),
         ("humaneval", "Generated first", "0/2", "20"), ("humaneval", "Sampling k=5 visible", "0/2", "10"),
-        ("humaneval", "Hidden tests (oracle)", "0/2", "10")]
+        ("humaneval", "Oracle hidden tests", "0/2", "10")]
     assert "7 cells, 14 trajectories to run: at most 90 calls" in proc.stdout
 
 
