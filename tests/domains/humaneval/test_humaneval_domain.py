@@ -197,3 +197,10 @@ def test_parse_instance_by_task_id_instance_id_or_problem(domain):
     assert domain.parse_instance({"instance": own}).id == "humaneval-1"
     with pytest.raises(VeriloopError, match=r'^a humaneval instance is a task id like "HumanEval/0"'):
         domain.parse_instance({"instance": "HumanEval/999"})
+
+
+def test_a_functions_own_timeout_error_is_its_failure_not_the_budgets(domain):
+    verdict = domain.verify(ADD, fenced("def add(x, y):\n    raise TimeoutError('too slow')"))
+    assert [e.kind for e in verdict.errors] == ["exception"] * 6
+    assert verdict.errors[0].message == (
+        "assert add(0, 1) == 1 raised TimeoutError: too slow (at line 2 of the function: raise TimeoutError('too slow'))")

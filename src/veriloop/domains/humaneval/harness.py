@@ -56,6 +56,10 @@ class _Timeout(BaseException):
     """Raised by the alarm: BaseException, so an `except Exception` in the candidate does not swallow it."""
 
 
+class _BudgetSpent(Exception):
+    """The harness's whole budget was spent before a test could start (never the candidate's)."""
+
+
 class _Failed(AssertionError):
     def __init__(self, index, left=None, right=None, compared=False):
         super().__init__(index)
@@ -160,11 +164,11 @@ class Harness:
 
     def timed(self, run, out):
         """Run `run()` under the alarm with its printed output going to `out`; raises
-        _Timeout when it takes too long, TimeoutError when the harness's whole budget is
+        _Timeout when it takes too long, _BudgetSpent when the harness's whole budget is
         spent before it starts."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            raise TimeoutError("budget")
+            raise _BudgetSpent()
         saved = sys.stdout
         sys.stdout = out
         # Re-armed every 50 ms: a candidate that swallows one alarm meets the next.
@@ -241,7 +245,7 @@ class Harness:
         record = {"ok": False, "test": self.cut(shown)}
         try:
             self.timed(run, out)
-        except TimeoutError:
+        except _BudgetSpent:
             return {"ok": False, "kind": "not_run", "test": self.cut(shown)}
         except _Timeout:
             record.update(kind="timeout", message=self.cut(shown) + " did not finish within "
