@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +100,22 @@ def instant_server() -> Iterator[list[str]]:
     call), so the long commands run in seconds."""
     with serving(InstantReplies) as port:
         yield ["--model", "openai/scripted", "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", "none"]
+
+
+@pytest.fixture
+def marked(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Tags every sandboxed process through its environment, so a test can look for
+    leftovers of its own run only (helpers.processes_with)."""
+    from veriloop.tools import sandbox
+
+    marker = f"VERILOOP_TEST_MARK={uuid.uuid4().hex}"
+    plain = sandbox._environment
+
+    def with_marker(workdir: str) -> dict[str, str]:
+        env = plain(workdir)
+        name, value = marker.split("=")
+        env[name] = value
+        return env
+
+    monkeypatch.setattr(sandbox, "_environment", with_marker)
+    return marker

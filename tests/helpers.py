@@ -179,3 +179,18 @@ n = 3
 name = "coloring"
 n = 2
 """
+
+
+def processes_with(marker: str) -> list[int]:
+    """The processes whose environment holds `marker` (the `marked` fixture tags every
+    sandboxed process so): what a run left behind."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

@@ -233,8 +233,8 @@ def test_a_plugin_that_gives_the_wrong_thing_is_one_error_naming_it(plugged):
         "strategy 'misnamed' from the plugin fake-plugin (veriloop.strategies: misnamed = fake_plugin:Twice): its "
         "class Twice has kind 'twice'; name the entry point 'twice'"
     )
-    with pytest.raises(VeriloopError, match=r"^unknown domain 'chess'; choose one of: game24, .*, toxicity, evens, "
-                                            r"nothing$"):
+    with pytest.raises(VeriloopError, match=r"^unknown domain 'chess'; choose one of: game24, .*, toxicity, humaneval, "
+                                            r"evens, nothing$"):
         get_domain("chess")
 
 

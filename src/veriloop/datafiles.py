@@ -30,7 +30,13 @@ def json_objects(
     that is JSON but not an object is reported as `not_object` when given, since a
     caller may word that as a missing field of its own.
     """
-    text = read_text(path, hint if file_hint is None else file_hint)
+    return json_object_lines(read_text(path, hint if file_hint is None else file_hint), path, hint, not_object)
+
+
+def json_object_lines(text: str, where: str | Path, hint: str, not_object: str | None = None
+                      ) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of JSONL `text` read from `where`
+    (a file's name, for messages), with json_objects' errors."""
     rows: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -39,10 +45,10 @@ def json_objects(
             item = loads(line)
         except ValueError as exc:
             reason = getattr(exc, "msg", str(exc))
-            raise DataFileError(f"{path}, line {number}: not valid JSON ({reason}); {hint}") from None
+            raise DataFileError(f"{where}, line {number}: not valid JSON ({reason}); {hint}") from None
         if not isinstance(item, dict):
             problem = f"expected a JSON object; {hint}" if not_object is None else not_object
-            raise DataFileError(f"{path}, line {number}: {problem}")
+            raise DataFileError(f"{where}, line {number}: {problem}")
         rows.append((number, item))
     return rows
 

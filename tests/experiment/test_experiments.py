@@ -174,7 +174,7 @@ def test_two_names_that_would_share_a_directory_are_refused() -> None:
 
 
 def test_every_cell_of_the_shipped_experiments_has_a_directory_of_its_own() -> None:
-    for name in ("critic", "self-verification", "selfcheck"):
+    for name in ("critic", "humaneval", "self-verification", "selfcheck"):
         cells = load_experiment(find_experiment(name)).cells()
         assert len({cell.directory() for cell in cells}) == len(cells), name
 

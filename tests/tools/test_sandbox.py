@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, processes_with
 
 from veriloop.tools import get_tool, sandbox
 from veriloop.tools.sandbox import PythonTool, SandboxLimits, program_from_text, run_python
@@ -29,36 +29,6 @@ pytestmark = [
     # so a test forking beside it got EAGAIN (a fresh clone's run on two workers).
     pytest.mark.xdist_group("sandbox"),
 ]
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-@pytest.fixture
-def marked(monkeypatch: pytest.MonkeyPatch) -> str:
-    """Tags every sandboxed process through its environment, so a test can look for
-    leftovers of its own run only."""
-    marker = f"VERILOOP_TEST_MARK={uuid.uuid4().hex}"
-    plain = sandbox._environment
-
-    def with_marker(workdir: str) -> dict[str, str]:
-        env = plain(workdir)
-        name, value = marker.split("=")
-        env[name] = value
-        return env
-
-    monkeypatch.setattr(sandbox, "_environment", with_marker)
-    return marker
 
 
 def test_answer_is_reported_with_printed_output() -> None:
@@ -130,9 +100,9 @@ def test_fork_bomb_is_stopped_and_leaves_no_process(marked: str) -> None:
     result = run_python(bomb, SandboxLimits(wall_seconds=2, cpu_seconds=2))
     assert result.timed_out and result.answer is None
     deadline = time.monotonic() + 5
-    while _processes_with(marked) and time.monotonic() < deadline:
+    while processes_with(marked) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _processes_with(marked) == []
+    assert processes_with(marked) == []
 
 
 def test_detached_child_does_not_survive(marked: str) -> None:
@@ -140,9 +110,9 @@ def test_detached_child_does_not_survive(marked: str) -> None:
     result = run_python(program, QUICK)
     assert result.answer == "parent done"
     deadline = time.monotonic() + 5
-    while _processes_with(marked) and time.monotonic() < deadline:
+    while processes_with(marked) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _processes_with(marked) == []
+    assert processes_with(marked) == []
 
 
 def test_files_written_outside_the_workdir_do_not_persist() -> None:

@@ -126,12 +126,13 @@ def rescore_command(
     source: Annotated[Path, typer.Argument(help="A run directory: one `veriloop import` or `veriloop run` wrote.")],
     verifier: Annotated[str, typer.Option(
         help="The verifier that judges every recorded answer: sound, llm, llm-cot, critic (with the domain's tools), "
-        "critic-notool, selfcheck, global-check (with @T a threshold), or a plugin's (veriloop plugins).")] = "llm",
+        "critic-notool, selfcheck, global-check (with @T a threshold), visible, hidden, generated (code: tests run in "
+        "the sandbox), or a plugin's (veriloop plugins).")] = "llm",
     check: Annotated[str | None, typer.Option(
         metavar="SPEC", help="A check function as the verifier instead: package.module:function or "
         "python:path/to/file.py:function.")] = None,
     model: Annotated[str, typer.Option(help="The judge: a model id as `veriloop run --model` takes it (not loaded "
-                                            "for the sound verifier or a check).")] = DEFAULT_JUDGE,
+                                            "for the sound, visible or hidden verifier or a check).")] = DEFAULT_JUDGE,
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Run directory to write (resumable). Default: SOURCE-rescored-VERIFIER.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Trajectories judged at once.", min=1)] = None,
@@ -160,13 +161,15 @@ def rescore_command(
     from ..models.function import FunctionModel
     from ..recorded.rescore import rescore
     from ..report import print_markdown, print_summary
+    from ..strategies.base import verifier_calls
     from ..verifiers import get_verifier
 
     chosen: Any = FunctionCheck(load_check(check)) if check else verifier
     if not check:
         get_verifier(verifier)  # a typo fails before any model loads
     label = getattr(chosen, "name", verifier) if check else verifier
-    needs_model = not check and verifier.partition("@")[0] != "sound"
+    # The domain's own check and the code verifiers run no model; the rest judge with one.
+    needs_model = not check and verifier_calls(verifier) != 0
     run_dir = out_dir or source.with_name(f"{source.name}-rescored-{slug(str(label))}")
     budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_usd=None)
 

@@ -64,6 +64,8 @@ DOMAINS.register("math500-cot", "veriloop.domains.stepwise:Math500Steps")
 DOMAINS.register("mathqa", "veriloop.domains.stepwise:MathQA")
 DOMAINS.register("hotpotqa", "veriloop.domains.qa:HotpotQA")
 DOMAINS.register("toxicity", "veriloop.domains.toxicity:Toxicity")
+# Code: a function from its docstring, checked by its tests in the sandbox.
+DOMAINS.register("humaneval", "veriloop.domains.humaneval:HumanEval")
 
 
 def get_domain(name: str | Domain, **options: object) -> Domain:

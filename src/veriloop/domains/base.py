@@ -10,8 +10,9 @@ the defaults) and call the hook, or ask `isinstance` about a capability.
 `Domain` is the smaller protocol a plain object must meet to be used as a domain (user
 classes that do not subclass, in tests and the README); such an object gets the default
 of every other hook. The optional capabilities are protocols declared here too:
-`SupportsStudies` (the verification and critique studies) and `CriticTask` (CRITIC), with
-`CriticDomain` naming a domain that has the latter. A test pins the contract's names,
+`SupportsStudies` (the verification and critique studies), `CriticTask` (CRITIC), with
+`CriticDomain` naming a domain that has the latter, and `CodeTask` (the code verifiers:
+visible, hidden and generated tests). A test pins the contract's names,
 so a new hook is added here, with its docstring and default, or not at all.
 
 The records domains speak (Instance, Verdict, ...) live in veriloop.records and are
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ..tools.base import Toolbox
 
 __all__ = [
-    "BaseDomain", "Candidate", "CriticDomain", "CriticTask", "Domain", "Instance", "Message",
+    "BaseDomain", "Candidate", "CodeTask", "CriticDomain", "CriticTask", "Domain", "Instance", "Message",
     "PlainDomain", "SupportsStudies", "Verdict", "VerdictError", "as_base_domain",
 ]
 
@@ -549,3 +550,28 @@ class CriticTask(Protocol):
 @runtime_checkable
 class CriticDomain(Domain, CriticTask, Protocol):
     """A domain CRITIC can run on: the `Domain` members and the `CriticTask` ones."""
+
+
+@runtime_checkable
+class CodeTask(Protocol):
+    """What the code verifiers (`visible`, `hidden`, `generated`) need from a domain on
+    top of `Domain`: the answer is a function, and tests of it run in the sandbox. The
+    domain's `verify` runs the problem's full tests (the `hidden` verifier's oracle)."""
+
+    def entry_point(self, instance: Instance) -> str:
+        """The name of the function the answer must define."""
+        ...
+
+    def function_stub(self, instance: Instance) -> str:
+        """The function to write as the problem gives it (signature and docstring), which
+        a model writing tests for it is shown."""
+        ...
+
+    def check_examples(self, instance: Instance, text: str) -> Verdict:
+        """The examples the problem itself shows (a docstring's), run against the reply's
+        function: sound for what they check, incomplete."""
+        ...
+
+    def check_asserts(self, instance: Instance, text: str, tests: list[str]) -> Verdict:
+        """Assert statements naming the function, run against the reply's function."""
+        ...

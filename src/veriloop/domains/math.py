@@ -11,15 +11,13 @@ evidence the model critiques, so these domains call no tools of their own.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from .. import mathcheck
 from ..datafiles import json_list_or_lines, json_objects
 from ..errors import DataFileError, VeriloopError
-from ..tools.sandbox import ExecResult, SandboxLimits, program_from_text, run_python
+from ..tools.sandbox import ExecResult, RunCache, SandboxLimits, program_from_text, run_python
 from .base import (
     Instance,
     MatchesReference,
@@ -62,26 +60,20 @@ class _ProgramOfThought(ReadsDataFile, MatchesReference, ModelCritiqued):
     def __init__(self, limits: SandboxLimits | None = None, allow_unisolated: bool = False) -> None:
         self.limits = limits or SandboxLimits()
         self.allow_unisolated = allow_unisolated
-        self._runs: OrderedDict[str, ExecResult] = OrderedDict()
-        self._lock = threading.Lock()
+        self._runs: RunCache[ExecResult] = RunCache(CACHE_SIZE)
 
     # ------------------------------------------------------------------ running
 
     def run_program(self, program: str) -> ExecResult:
         """The sandbox's result for a program, remembered (LRU) so that extract_answer,
         verify and score on the same reply run it once."""
-        with self._lock:
-            hit = self._runs.get(program)
-            if hit is not None:
-                self._runs.move_to_end(program)
-                return hit
+        hit = self._runs.get(program)
+        if hit is not None:
+            return hit
         result = run_python(program, self.limits, allow_unisolated=self.allow_unisolated)
         # A timeout may be the machine's fault rather than the program's: not remembered.
         if not result.timed_out and not result.refused:
-            with self._lock:
-                self._runs[program] = result
-                while len(self._runs) > CACHE_SIZE:
-                    self._runs.popitem(last=False)
+            self._runs.put(program, result)
         return result
 
     # ------------------------------------------------------------------ data

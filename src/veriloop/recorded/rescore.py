@@ -43,7 +43,7 @@ from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, 
 from ..experiment.spec import Budget
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
-from ..strategies.base import Strategy, VerifierSpec
+from ..strategies.base import Strategy, VerifierSpec, verifier_calls
 from ..studies.verification import JudgedItem, VerifierScore, score_verifier
 from ..tools.base import Toolbox
 from ..verifiers import get_verifier
@@ -204,7 +204,7 @@ async def rescore(
                               on_progress=on_progress, tools=tools)
         rescored = {**done, **{t.key: t for t in new}}
         report = rescore_report(recorded, rescored, conditions, label,
-                                None if isinstance(verifier, str) and verifier == "sound" else model.name)
+                                None if verifier_calls(verifier) == 0 else model.name)
         ordered = [rescored[(conditions[t.strategy].canonical, t.instance_id, 0)] for t in recorded]
         names = list(dict.fromkeys(t.strategy for t in ordered))
         summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in names]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 
 from ..checks import FunctionCheck
 from ..domains.base import Domain, as_base_domain
@@ -18,7 +19,7 @@ from ..errors import VeriloopError, invalid_options_text
 from ..feedback import check_level
 from ..models.base import GenParams
 from ..records import Message, Verdict
-from ..verifiers import VERIFIERS, Verifier, get_verifier
+from ..verifiers import VERIFIERS, ChecksDomain, Verifier, get_verifier
 
 
 def _verifier_spec(value: object) -> object:
@@ -40,10 +41,14 @@ def _verifier_spec(value: object) -> object:
     )
 
 
+def _optional_verifier_spec(value: object) -> object:
+    return None if value is None else _verifier_spec(value)
+
+
 # Option types shared by every strategy that takes them.
 VerifierSpec = Annotated[Any, AfterValidator(_verifier_spec)]
 # The same, or None for "no such verifier" (left out of the canonical name when unset).
-OptionalVerifierSpec = Annotated[Any, AfterValidator(lambda v: None if v is None else _verifier_spec(v))]
+OptionalVerifierSpec = Annotated[Any, AfterValidator(_optional_verifier_spec)]
 FeedbackLevel = Annotated[str, AfterValidator(check_level)]
 
 
@@ -75,7 +80,8 @@ class Strategy(BaseModel):
     def check_domain(self, domain: Domain) -> None:
         """Raise VeriloopError when this strategy cannot run on `domain`, before any model
         is loaded or called. The default: a `sound` verifier needs a domain that can check
-        (a Task made without a check function cannot)."""
+        (a Task made without a check function cannot), and a verifier that works on some
+        domains only (`ChecksDomain`, e.g. the code verifiers) is asked."""
         can_verify = as_base_domain(domain).can_verify
         for option, value in self.model_dump().items():
             if isinstance(value, str) and value == "sound" and not can_verify:
@@ -83,6 +89,10 @@ class Strategy(BaseModel):
                     f"{self.kind}'s {option}=sound runs the domain's own check, and {domain.name} has none: "
                     "give it a check function (--check on the command line) or use verifier=llm"
                 )
+            if value is not None and _is_verifier_option(type(self).model_fields.get(option)):
+                verifier = get_verifier(value)
+                if isinstance(verifier, ChecksDomain):
+                    verifier.check_domain(domain)
 
     def calls_per_instance(self) -> int | None:
         """At most this many model calls on one instance (for `eval --dry-run`'s estimate);
@@ -93,12 +103,19 @@ class Strategy(BaseModel):
         raise NotImplementedError
 
 
+def _is_verifier_option(info: FieldInfo | None) -> bool:
+    validators = (_verifier_spec, _optional_verifier_spec)
+    return info is not None and any(isinstance(m, AfterValidator) and m.func in validators for m in info.metadata)
+
+
 def verifier_calls(verifier: object) -> int | None:
-    """Model calls one verification costs: none for the domain's own check or a function,
-    one for an LLM judge, unknown (None) for the tool-using and step-by-step ones."""
+    """Model calls one verification costs: none for the domain's own check, a function or
+    tests run in the sandbox, one for an LLM judge or a model writing tests, unknown (None)
+    for the tool-using and step-by-step ones."""
     if not isinstance(verifier, str):
         return 0 if isinstance(verifier, FunctionCheck) else None
-    return {"sound": 0, "llm": 1, "llm-cot": 1}.get(verifier.partition("@")[0])
+    calls = {"sound": 0, "llm": 1, "llm-cot": 1, "visible": 0, "hidden": 0, "generated": 1}
+    return calls.get(verifier.partition("@")[0])
 
 
 def _fmt(value: object) -> str:

@@ -57,9 +57,11 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import sandbox_launcher
 from .base import Observation, failed
@@ -357,9 +359,12 @@ def _bare_program(text: str) -> str:
     return "\n".join(best).strip("\n") if best else text.strip("\n")
 
 
-def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False) -> ExecResult:
-    """Run `code` (fences allowed) in the sandbox and report its `answer`, its output
-    and its error. Never raises for anything the program does."""
+def run_python(
+    code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False, answer_chars: int = ANSWER_CHARS
+) -> ExecResult:
+    """Run `code` (fences allowed) in the sandbox and report its `answer` (its first
+    `answer_chars` characters), its output and its error. Never raises for anything the
+    program does."""
     limits = limits or SandboxLimits()
     code = program_from_text(code)
     started = time.perf_counter()
@@ -383,7 +388,7 @@ def run_python(code: str, limits: SandboxLimits | None = None, *, allow_unisolat
             "expose": _EXPOSE,
             "private_places": list(PRIVATE_PLACES),
             "under_private": _UNDER_PRIVATE,
-            "answer_chars": ANSWER_CHARS,
+            "answer_chars": int(answer_chars),
             "cpu_seconds": int(limits.cpu_seconds),
             "memory_bytes": int(limits.memory_bytes),
             "processes": int(limits.processes),
@@ -557,6 +562,37 @@ def _interpret(outcome: _Outcome, limits: SandboxLimits, seconds: float) -> Exec
     elif error is None and not isinstance(answer, str):
         error = "NameError: the program did not set a variable named `answer`"
     return ExecResult(answer if error is None else None, error=error, **base)
+
+
+# --------------------------------------------------------------------------- remembered runs
+
+Result = TypeVar("Result")
+
+
+class RunCache(Generic[Result]):
+    """The results of sandboxed runs by key, the `size` most recently used (LRU), safe to
+    share between threads: a domain that asks about the same program from extract_answer,
+    verify and score runs it once. What to leave out (a timeout may be the machine's
+    fault) is the caller's choice."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Result] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Result | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: str, value: Result) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 # --------------------------------------------------------------------------- the tool

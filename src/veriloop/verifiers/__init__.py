@@ -16,7 +16,8 @@ from typing import Any
 from ..checks import FunctionCheck
 from ..errors import VeriloopError
 from ..registry import Registry
-from .base import Verifier
+from .base import ChecksDomain, Verifier
+from .code import GeneratedTests, HiddenTests, VisibleTests
 from .critic import CriticVerifier
 from .llm_judge import LLMJudge
 from .selfcheck import SelfCheckVerifier
@@ -68,6 +69,10 @@ VERIFIERS.register("critic", CriticVerifier)
 VERIFIERS.register("critic-notool", lambda: CriticVerifier(use_tools=False))
 VERIFIERS.register("selfcheck", SelfCheckVerifier)
 VERIFIERS.register("global-check", lambda **kw: SelfCheckVerifier(checker="global", **kw))
+# Code: tests run in the sandbox (a domain with the CodeTask capability: humaneval).
+VERIFIERS.register("visible", VisibleTests)  # the docstring's examples: sound for what it checks, incomplete
+VERIFIERS.register("hidden", HiddenTests)  # the problem's full tests: the ground truth, an oracle
+VERIFIERS.register("generated", GeneratedTests)  # tests the model writes: executable, unsound
 # Verifiers that accept above a confidence threshold, which a name can set: selfcheck@0.8.
 THRESHOLDED = ("selfcheck", "global-check")
 
@@ -90,4 +95,4 @@ def get_verifier(name: str | Verifier) -> Verifier:
         raise VeriloopError(f"the threshold in {name!r} must be a number between 0 and 1") from None
 
 
-__all__ = ["THRESHOLDED", "VERIFIERS", "Verifier", "VerifierFactory", "get_verifier"]
+__all__ = ["THRESHOLDED", "VERIFIERS", "ChecksDomain", "Verifier", "VerifierFactory", "get_verifier"]

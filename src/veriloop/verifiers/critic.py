@@ -34,7 +34,7 @@ def as_critic_task(domain: Domain) -> CriticDomain:
     if not isinstance(domain, CriticTask):
         raise VeriloopError(
             f"domain {domain.name!r} does not support CRITIC (it has no tool evidence or correction prompt); "
-            "use gsm8k, math500, svamp, hotpotqa or toxicity"
+            "use gsm8k, math500, svamp, hotpotqa, toxicity or humaneval"
         )
     return domain
 

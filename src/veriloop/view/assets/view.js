@@ -676,7 +676,9 @@
   function roundCard(r, previousText) {
     var box = h("div", { cls: "verdict" });
     box.appendChild(h("div", null, h("b", null, "answer of round " + r.round + ": "),
-      r.answer === null ? h("span", { cls: "muted" }, "(none read)") : h("code", null, r.answer), " — ground truth: ",
+      // A multi-line answer (a function) keeps its lines.
+      r.answer === null ? h("span", { cls: "muted" }, "(none read)") :
+        r.answer.indexOf("\n") >= 0 ? pre(r.answer) : h("code", null, r.answer), " — ground truth: ",
       h("span", { cls: r.correct ? "yes" : "no" }, r.correct ? "correct" : "wrong")));
     var v = r.verdict;
     if (v) {

@@ -1,0 +1,99 @@
+"""Hostile completions: each is contained by the sandbox and recorded as a failing answer
+with the reason, and the host is untouched (no file written, no secret read, no process
+left, no connection made)."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, processes_with
+
+from veriloop.domains.humaneval import HumanEval, read_problems
+
+pytestmark = pytest.mark.xdist_group("sandbox")  # the fork bomb uses up the sandbox uid's processes
+
+ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
+# Short limits: each hostile program ends within a few seconds.
+QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.0)
+
+
+def function(body: str) -> str:
+    indented = "\n".join("    " + line for line in body.splitlines())
+    return f"```python\ndef add(x, y):\n{indented}\n    return x + y\n```"
+
+
+def first_error(reply: str) -> tuple[str, str]:
+    verdict = QUICK.verify(ADD, reply)
+    assert verdict.ok is False
+    return verdict.errors[0].kind, verdict.errors[0].message
+
+
+def test_an_infinite_loop_times_out_test_by_test():
+    kind, message = first_error(function("while True:\n    pass"))
+    assert (kind, message) == ("timeout", "assert add(0, 1) == 1 did not finish within 0.5 s")
+
+
+def test_a_loop_that_swallows_every_alarm_is_stopped_by_the_sandbox():
+    kind, message = first_error(function("while True:\n    try:\n        while True:\n            pass\n"
+                                         "    except BaseException:\n        pass"))
+    assert kind == "sandbox"
+    assert message == "the tests did not finish: TimeoutError: the program did not finish within 2.5 s"
+
+
+def test_a_fork_bomb_fails_and_leaves_no_process(marked):
+    kind, message = first_error(function("import os\nwhile True:\n    try:\n        os.fork()\n"
+                                         "    except OSError:\n        pass"))
+    assert (kind, message) == ("timeout", "assert add(0, 1) == 1 did not finish within 0.5 s")
+    deadline = time.monotonic() + 5
+    while processes_with(marked) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marked) == []
+
+
+def test_a_memory_bomb_is_a_memory_error():
+    kind, message = first_error(function("hog = bytearray(8 * 1024 ** 3)"))
+    assert (kind, message) == ("exception", "assert add(0, 1) == 1 raised MemoryError (at line 2 of the function: "
+                                            "hog = bytearray(8 * 1024 ** 3))")
+    assert QUICK.score(ADD, function("hog = bytearray(8 * 1024 ** 3)")) is False
+
+
+def test_writing_files_outside_its_directory_fails_and_writes_nothing():
+    name = f"escape-{uuid.uuid4().hex}"
+    targets = [ROOT / name, Path.home() / name]
+    body = "".join(f"open({str(t)!r}, 'w').write('x')\n" for t in targets)
+    kind, message = first_error(function(body))
+    assert kind == "exception" and "OSError: [Errno 30] Read-only file system" in message, message
+    assert [t for t in targets if t.exists()] == []
+
+
+def test_the_environment_of_the_parent_is_not_visible(monkeypatch):
+    secret = f"sk-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("VERILOOP_TEST_SECRET", secret)
+    reply = function("import os\nleak = os.environ['VERILOOP_TEST_SECRET']")
+    kind, message = first_error(reply)
+    assert (kind, message) == ("exception", "assert add(0, 1) == 1 raised KeyError: 'VERILOOP_TEST_SECRET' (at line 3 "
+                                            "of the function: leak = os.environ['VERILOOP_TEST_SECRET'])")
+    # Nor through /proc: the sandbox has its own, where no process carries our environment.
+    snoop = function("import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n"
+                     "        try:\n            print(open(f'/proc/{pid}/environ').read())\n"
+                     "        except OSError:\n            pass\nraise RuntimeError('snooped')")
+    verdict = QUICK.verify(ADD, snoop)
+    assert verdict.ok is False and all(secret not in e.message for e in verdict.errors)
+    assert verdict.errors[0].message.startswith("assert add(0, 1) == 1 raised RuntimeError: snooped")
+
+
+def test_the_network_is_unreachable():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.2)
+        port = listener.getsockname()[1]
+        kind, message = first_error(function(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), 1)"))
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nothing reached the host
+    assert kind == "exception"
+    assert message.startswith("assert add(0, 1) == 1 raised OSError: [Errno 101] Network is unreachable"), message
