@@ -183,14 +183,25 @@ n = 2
 
 def processes_with(marker: str) -> list[int]:
     """The processes whose environment holds `marker` (the `marked` fixture tags every
-    sandboxed process so): what a run left behind."""
+    sandboxed process so): what a run left behind. A process of the sandbox's uid whose
+    environment can no longer be read (a zombie, or one the kernel is still killing) is
+    counted too: until it is reaped it holds one of that uid's processes, and the next
+    sandboxed program could not fork."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if marker.encode() in (entry / "environ").read_bytes():
+            environ = (entry / "environ").read_bytes()
+            if marker.encode() in environ or (not environ and _sandbox_uid(entry)):
                 found.append(int(entry.name))
         except OSError:
             continue
     return found
+
+
+def _sandbox_uid(entry: Path) -> bool:
+    from veriloop.tools.sandbox import UNPRIVILEGED_ID
+
+    uid = next((line.split()[1] for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:")), "")
+    return uid == str(UNPRIVILEGED_ID)
