@@ -190,6 +190,15 @@ def test_prompt_judge_task_and_canonical_key(domain):
     assert domain.canonical(ADD, None) is None
 
 
+def test_script_prompt_style_asks_for_a_script_without_a_system_message():
+    messages = get_domain("humaneval", prompt_style="script").prompt(ADD)
+    assert messages == [{"role": "user", "content": (
+        "Solve the problem below with a self-contained Python script, given in one markdown code block.\n\n```python\n"
+        + ADD.data["prompt"].strip("\n") + "\n```")}]
+    with pytest.raises(VeriloopError, match=r"^prompt_style must be one of function, script \(got 'essay'\)$"):
+        HumanEval(prompt_style="essay")
+
+
 def test_parse_instance_by_task_id_instance_id_or_problem(domain):
     assert domain.parse_instance({"instance": "HumanEval/53"}) == ADD
     assert domain.parse_instance({"instance": "humaneval-53"}) == ADD

@@ -41,6 +41,12 @@ from .runner import BUDGET_SECONDS, TEST_SECONDS, TestRun, TestRunner
 _SYSTEM = "You are an expert Python programmer. You write correct, self-contained functions."
 _ASK = ("Complete the Python function below so that it does what its docstring says. Reply with the whole "
         "function, its signature included, with any imports it needs, in one ```python code block.")
+# The "script" style asks the way EvalPlus-style harnesses (the one the Qwen2.5-Coder report
+# used) do: a self-contained script in a markdown block, and no system message, so the chat
+# template's own default system prompt applies. It exists to measure what the prompt's
+# wording is worth against the published pass@1; the answer is read the same way.
+_ASK_SCRIPT = "Solve the problem below with a self-contained Python script, given in one markdown code block."
+PROMPT_STYLES = ("function", "script")
 _REJECTION = "Your function is not correct"
 _REASK = "Please write the corrected function: the whole function in one ```python block."
 
@@ -57,9 +63,12 @@ class HumanEval(SoundlyScored, ModelCritiqued):
     max_corrections = 4
 
     def __init__(self, allow_unisolated: bool = False, test_seconds: float = TEST_SECONDS,
-                 budget_seconds: float = BUDGET_SECONDS) -> None:
+                 budget_seconds: float = BUDGET_SECONDS, prompt_style: str = "function") -> None:
         if test_seconds <= 0 or budget_seconds <= 0:
             raise VeriloopError(f"test_seconds and budget_seconds must be positive (got {test_seconds}, {budget_seconds})")
+        if prompt_style not in PROMPT_STYLES:
+            raise VeriloopError(f"prompt_style must be one of {', '.join(PROMPT_STYLES)} (got {prompt_style!r})")
+        self.prompt_style = prompt_style
         self.runner = TestRunner(test_seconds=test_seconds, budget_seconds=budget_seconds,
                                  allow_unisolated=allow_unisolated)
         self._problems: dict[str, Instance] | None = None
@@ -99,6 +108,8 @@ class HumanEval(SoundlyScored, ModelCritiqued):
     # ------------------------------------------------------------------ prompting and reading
 
     def prompt(self, instance: Instance) -> list[Message]:
+        if self.prompt_style == "script":
+            return [{"role": "user", "content": f"{_ASK_SCRIPT}\n\n```python\n{instance.data['prompt'].strip(chr(10))}\n```"}]
         return [
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": f"{_ASK}\n\n```python\n{instance.data['prompt'].strip(chr(10))}\n```"},
