@@ -310,6 +310,24 @@ def test_the_results_files_compare_each_pair_of_strategies_on_the_same_instances
     assert json.loads((out / "gen" / "sums" / "standard-seed0" / "summary.json").read_text())["paired"] == []
 
 
+def test_the_results_files_score_each_cells_verifier_against_ground_truth(tmp_path) -> None:
+    run(tmp_path, Script())
+    out = tmp_path / "exp"
+    verifiers = json.loads((out / "results.json").read_text())["verifiers"]
+    assert [(v["strategy"], v["score"]["n"], v["score"]["false_positives"], v["score"]["negatives"],
+             v["score"]["false_negatives"], v["score"]["positives"]) for v in verifiers] == [
+        # standard judges nothing; sampling's check rejects its 6 wrong samples; the judge
+        # rejects each first "0" and accepts each corrected sum.
+        ("sampling:k=2", 6, 0, 6, 0, 0),
+        ("LLM judge", 6, 0, 3, 0, 3),
+    ]
+    # The check's module name gains a prefix when another test loaded a file of that name.
+    assert [v["verifiers"] for v in verifiers][1] == ["llm"] and verifiers[0]["verifiers"][0].endswith("sums_check:check")
+    md = (out / "results.md").read_text()
+    assert ("| gen | sums | 0 | LLM judge | llm | 6 | 6/6 = 100% (61%-100%) | 0/3 = 0% (0%-56%) | 0/3 = 0% (0%-56%) | 0 |"
+            in md.split("## Verifiers against ground truth")[1])
+
+
 def test_a_spent_experiment_budget_stops_cleanly_and_a_higher_cap_continues_without_repeating_a_call(tmp_path):
     uncapped = Script()
     run(tmp_path, uncapped, out="whole", cache="whole.sqlite")

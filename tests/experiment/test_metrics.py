@@ -1,6 +1,6 @@
 """The Wilson interval through statsmodels gives the figures of the formula veriloop wrote
 out before (kept here as the reference), and a strategy's summary is counted from its
-trajectories."""
+trajectories, and a verifier's verdicts are scored against ground truth."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pytest
 from scipy.stats import norm
 
-from veriloop.experiment.metrics import summarise, wilson_interval
+from veriloop.experiment.metrics import score_judgements, summarise, wilson_interval
 from veriloop.records import CallRecord, RoundRecord, Trajectory
 
 Z = float(norm.isf(0.025))
@@ -74,3 +74,14 @@ def test_summarise_counts_from_trajectories():
     assert (s.seconds, s.stop_reasons) == (0.75, {"accepted": 2, "max_rounds": 1})
     empty = summarise("s", [])
     assert (empty.n, empty.accuracy, empty.accuracy_ci95, empty.mean_rounds) == (0, 0.0, (0.0, 0.0), 0.0)
+
+
+def test_score_judgements_counts_false_accepts_among_wrong_and_false_rejects_among_right():
+    # (accepted, correct): 1 false accept of 3 wrong, 1 false reject of 2 right.
+    s = score_judgements([(True, False), (False, False), (False, False), (True, True), (False, True)], unreadable=1)
+    assert (s.n, s.accuracy, s.false_positives, s.negatives, s.false_negatives, s.positives, s.unreadable) == (
+        5, 0.6, 1, 3, 1, 2, 1)
+    assert (s.false_positive_rate, s.false_negative_rate) == (1 / 3, 0.5)
+    assert (s.fpr_ci95, s.fnr_ci95, s.accuracy_ci95) == (wilson_interval(1, 3), wilson_interval(1, 2), wilson_interval(3, 5))
+    only_right = score_judgements([(True, True)])
+    assert (only_right.false_positive_rate, only_right.fpr_ci95, only_right.false_negative_rate) == (None, None, 0.0)

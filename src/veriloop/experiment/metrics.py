@@ -45,6 +45,47 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     return (0.0 if successes == 0 else float(low), 1.0 if successes == n else float(high))
 
 
+class VerifierScore(BaseModel):
+    """A verifier's verdicts against ground truth: accuracy, and the false positive
+    (false accept) and false negative (false reject) rates, each with its Wilson 95%
+    interval (None where no wrong, or no right, answer was judged)."""
+
+    n: int
+    accuracy: float
+    accuracy_ci95: tuple[float, float]
+    false_positive_rate: float | None  # judged correct among wrong candidates
+    fpr_ci95: tuple[float, float] | None
+    false_negative_rate: float | None  # judged wrong among correct candidates
+    fnr_ci95: tuple[float, float] | None
+    false_positives: int
+    negatives: int
+    false_negatives: int
+    positives: int
+    unreadable: int
+
+
+def score_judgements(judgements: Iterable[tuple[bool, bool]], unreadable: int = 0) -> VerifierScore:
+    """Score (accepted, truly correct) pairs; `unreadable` counts judgements left out
+    because the verdict could not be read (reported, not scored)."""
+    pairs = list(judgements)
+    right = sum(accepted == truth for accepted, truth in pairs)
+    negatives = sum(not truth for _, truth in pairs)
+    positives = len(pairs) - negatives
+    fp = sum(accepted and not truth for accepted, truth in pairs)
+    fn = sum(truth and not accepted for accepted, truth in pairs)
+
+    def rate(k: int, n: int) -> tuple[float | None, tuple[float, float] | None]:
+        return (k / n, wilson_interval(k, n)) if n else (None, None)
+
+    fpr, fpr_ci = rate(fp, negatives)
+    fnr, fnr_ci = rate(fn, positives)
+    return VerifierScore(
+        n=len(pairs), accuracy=right / len(pairs) if pairs else 0.0, accuracy_ci95=wilson_interval(right, len(pairs)),
+        false_positive_rate=fpr, fpr_ci95=fpr_ci, false_negative_rate=fnr, fnr_ci95=fnr_ci,
+        false_positives=fp, negatives=negatives, false_negatives=fn, positives=positives, unreadable=unreadable,
+    )
+
+
 def summarise(strategy: str, trajectories: Iterable[Trajectory]) -> StrategySummary:
     ts = list(trajectories)
     n = len(ts)

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from ..records import Trajectory
 from .budget import usage_of
 from .executor import CellPlan, price_of
-from .metrics import summarise
+from .metrics import VerifierScore, score_judgements, summarise
 from .paired import RESAMPLES, PairedComparison, difference_text, p_text, pairwise
 from .spec import Experiment
 
@@ -166,6 +166,60 @@ def paired_markdown(paired: Sequence[tuple[tuple[str, str, int], PairedCompariso
             *_markdown_table(PAIRED_HEADERS, rows)]
 
 
+class VerifierRow(BaseModel):
+    """One cell's in-loop verifier against ground truth, over every round it judged."""
+
+    model: str
+    domain: str
+    seed: int
+    strategy: str
+    verifiers: list[str]  # the verdicts' verifier names, as recorded
+    score: VerifierScore
+
+
+def verifier_rows(rows: Sequence[CellResult], plans: Sequence[CellPlan]) -> list[VerifierRow]:
+    """Each cell whose rounds carry verdicts: the verdicts against the rounds' ground truth.
+    A loop judges its later rounds only after rejecting the earlier ones, so these rates
+    are over the answers each loop met, not over one shared set (`veriloop rescore` judges
+    one run's answers with any verifier)."""
+    out = []
+    for r, p in zip(rows, plans):
+        judged = [(x.verdict, x.correct) for t in cell_trajectories(p) for x in t.rounds if x.verdict is not None]
+        if judged:
+            out.append(VerifierRow(
+                model=r.model, domain=r.domain, seed=r.seed, strategy=r.strategy,
+                verifiers=sorted({v.verifier for v, _ in judged}),
+                score=score_judgements(((v.ok, correct) for v, correct in judged),
+                                       unreadable=sum(v.unreadable for v, _ in judged)),
+            ))
+    return out
+
+
+def _rate(k: int, n: int, ci: tuple[float, float] | None) -> str:
+    return f"{k}/{n} = {k / n:.0%} ({ci[0]:.0%}-{ci[1]:.0%})" if n and ci else "-"
+
+
+def verifiers_markdown(rows: Sequence[VerifierRow]) -> list[str]:
+    """results.md's section on the verifiers against ground truth (nothing when no cell
+    recorded a verdict)."""
+    if not rows:
+        return []
+    table = [[
+        r.model, r.domain, str(r.seed), r.strategy, ", ".join(r.verifiers), str(r.score.n),
+        _rate(round(r.score.accuracy * r.score.n), r.score.n, r.score.accuracy_ci95),
+        _rate(r.score.false_positives, r.score.negatives, r.score.fpr_ci95),
+        _rate(r.score.false_negatives, r.score.positives, r.score.fnr_ci95), str(r.score.unreadable),
+    ] for r in rows]
+    return ["", "## Verifiers against ground truth", "",
+            "Every round a cell's verifier judged, against that round's ground truth, with Wilson 95% intervals: "
+            "false accepts are wrong answers it accepted, false rejects right answers it rejected (an unreadable "
+            "verdict counts as a rejection). A loop judges a later round only after rejecting the one before, so "
+            "each row is over the answers its own loop met; `veriloop rescore` judges one run's answers with any "
+            "verifier.", "",
+            *_markdown_table(("model", "domain", "seed", "strategy", "verifier", "rounds judged", "accuracy",
+                              "false accepts (of wrong)", "false rejects (of right)", "unreadable"), table)]
+
+
 def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult]:
     """results.csv/.md/.json, frontier.png and the matched-budget tables in the
     experiment's directory; returns the rows."""
@@ -178,10 +232,12 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     pools = experiment_pools((r.domain, r.model, r.seed, r.strategy, cell_trajectories(p))
                              for r, p in zip(rows, result.plans))
     paired = paired_of(result.plans)
+    verifiers = verifier_rows(rows, result.plans)
     payload = {
         "experiment": experiment.name, "cells": [r.model_dump() for r in rows], "stopped": result.stopped,
         "incomplete_cells": result.incomplete_cells, "pools": pools_json(pools),
         "paired": [{"model": m, "domain": d, "seed": s, **c.model_dump()} for (m, d, s), c in paired],
+        "verifiers": [v.model_dump() for v in verifiers],
     }
     _write(out / "results.json", json.dumps(payload, indent=2) + "\n")
     grouped = groups_of(result.plans)
@@ -217,6 +273,7 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     lines += budget_tables
     lines += pools_section([t for t in pool_tables if t])
     lines += paired_markdown(paired)
+    lines += verifiers_markdown(verifiers)
     _write(out / "results.md", "\n".join(lines) + "\n")
     return rows
 

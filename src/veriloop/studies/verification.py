@@ -22,7 +22,7 @@ from ..domains.base import Candidate, Domain, Instance, SupportsStudies
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.jsonl import RecordWriter, load_records, write_file
-from ..experiment.metrics import wilson_interval
+from ..experiment.metrics import VerifierScore, score_judgements, wilson_interval
 from ..feedback import critique_messages
 from ..models.base import Model
 from ..records import Trajectory
@@ -148,40 +148,9 @@ async def run_verification_study(
 # ------------------------------------------------------------------------ metrics
 
 
-class VerifierScore(BaseModel):
-    n: int
-    accuracy: float
-    accuracy_ci95: tuple[float, float]
-    false_positive_rate: float | None  # judged correct among wrong candidates
-    fpr_ci95: tuple[float, float] | None
-    false_negative_rate: float | None  # judged wrong among correct candidates
-    fnr_ci95: tuple[float, float] | None
-    false_positives: int
-    negatives: int
-    false_negatives: int
-    positives: int
-    unreadable: int
-
-
 def score_verifier(items: Iterable[JudgedItem]) -> VerifierScore:
     items = [i for i in items if i.judged_ok is not None]
-    right = sum(i.judged_ok == i.truth for i in items)
-    negatives = [i for i in items if not i.truth]
-    positives = [i for i in items if i.truth]
-    fp = sum(bool(i.judged_ok) for i in negatives)
-    fn = sum(not i.judged_ok for i in positives)
-
-    def rate(k: int, n: int) -> tuple[float | None, tuple[float, float] | None]:
-        return (k / n, wilson_interval(k, n)) if n else (None, None)
-
-    fpr, fpr_ci = rate(fp, len(negatives))
-    fnr, fnr_ci = rate(fn, len(positives))
-    return VerifierScore(
-        n=len(items), accuracy=right / len(items) if items else 0.0, accuracy_ci95=wilson_interval(right, len(items)),
-        false_positive_rate=fpr, fpr_ci95=fpr_ci, false_negative_rate=fnr, fnr_ci95=fnr_ci,
-        false_positives=fp, negatives=len(negatives), false_negatives=fn, positives=len(positives),
-        unreadable=sum(i.unreadable for i in items),
-    )
+    return score_judgements(((bool(i.judged_ok), i.truth) for i in items), unreadable=sum(i.unreadable for i in items))
 
 
 def _pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
