@@ -150,3 +150,25 @@ def test_domain_options_are_part_of_a_run(tmp_path):
         check_same_run(tmp_path, old, {**old, "domain_options": {"threshold": 0.7}})
     # A setting an older config never recorded is not held against it.
     check_same_run(tmp_path, {"domain": "toxicity"}, old)
+
+
+def test_experiment_of_config_reads_a_runs_whole_spec_and_an_eval_cells_own_part(tmp_path):
+    from veriloop.experiment.engine import experiment_of_config
+
+    whole = {"name": "run", "models": {"main": {"id": "smollm2-135m"}}, "domains": [{"name": "game24", "n": 3}],
+             "strategies": ["standard"]}
+    assert experiment_of_config({"spec": whole}).domains[0].n == 3
+    data = tmp_path / "puzzles.jsonl"
+    cell = {"experiment": "exp", "cell": {"model": "main"}, "data": str(data), "spec": {
+        "model": {"id": "smollm2-135m"}, "domain": {"name": "game24", "data": "puzzles.jsonl", "n": None},
+        "strategy": {"spec": "standard", "label": "Standard"}, "n": 7, "tools": {}}}
+    rebuilt = experiment_of_config(cell)
+    # the data path as the cell resolved it, not as the file wrote it (relative to a data_root)
+    assert (rebuilt.name, rebuilt.n, rebuilt.domains[0].data, rebuilt.strategies[0].key) == ("exp", 7, str(data), "Standard")
+    task_cell = {**cell, "task": str(data), "data": None,
+                 "spec": {**cell["spec"], "domain": {"file": "rel.jsonl", "prompt": "{q}", "label": "sums"}}}
+    assert experiment_of_config(task_cell).tasks[0].file == str(data)
+    with pytest.raises(VeriloopError, match=r"^the run's config.json has a spec this version cannot read \(KeyError\); "):
+        experiment_of_config({"cell": {}, "spec": {"model": {"id": "smollm2-135m"}}})
+    with pytest.raises(VeriloopError, match=r"^the run's config.json records no spec to rebuild its instances from$"):
+        experiment_of_config({})

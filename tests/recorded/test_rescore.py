@@ -240,3 +240,29 @@ def test_a_rescored_directory_can_be_rescored_again(toy_run, star_judge, tmp_pat
     assert {i: [r.correct for r in t.rounds] for i, t in again.items()} == {
         i: [right for _, right, _ in attempts] for i, attempts in TOY.items()}
     assert [r.verdict.ok for r in again["game24-g2"].rounds] == [False, True]
+
+
+def test_an_eval_cell_of_a_domain_or_a_task_can_be_rescored(instant_server, tmp_path):
+    """An eval cell's config records its own part of the file (not a whole experiment):
+    rescore rebuilds its instances from it, a domain's and a task's alike."""
+    tasks = tmp_path / "sums.jsonl"
+    tasks.write_text('{"id": "s1", "q": "1+1", "a": "2"}\n{"id": "s2", "q": "2+2", "a": "4"}\n')
+    check = tmp_path / "sums_rule.py"
+    check.write_text("def check(record, answer):\n    return answer.strip() == record['a']\n")
+    url = instant_server[instant_server.index("--base-url") + 1]
+    (tmp_path / "exp.toml").write_text(
+        'name = "cells"\nn = 2\nstrategies = ["standard"]\n'
+        f'[models.main]\nid = "openai/scripted"\nbase_url = "{url}"\n'
+        '[[domains]]\nname = "game24"\n'
+        f'[[tasks]]\nfile = "{tasks}"\nprompt = "{{q}}"\ncheck = "python:{check}:check"\nlabel = "sums"\n')
+    proc = veriloop("eval", str(tmp_path / "exp.toml"), "--out", str(tmp_path / "exp"), "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    for cell, verifier, ids in (("game24", "sound", ["game24-g1", "game24-g2"]),
+                                ("sums", f"python:{check}:check", ["1", "2"])):
+        out = tmp_path / f"{cell}-rescored"
+        args = ["--verifier", verifier] if verifier == "sound" else ["--check", verifier]
+        proc = veriloop("rescore", str(tmp_path / "exp" / "main" / cell / "standard-seed0"), *args, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        rescored = sorted(read_trajectories(out), key=lambda t: t.instance_id)
+        assert [t.instance_id for t in rescored] == ids
+        assert [r.verdict.ok for t in rescored for r in t.rounds] == [False, False]  # the server's reply is no answer

@@ -18,7 +18,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from .. import __version__
 from ..domains.base import Domain
@@ -94,6 +96,33 @@ def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> Doma
     if not instances:
         raise VeriloopError(f"{where}: no instances selected (n={n}, offset={entry.offset})")
     return DomainPlan(entry.key, domain, instances, data, config)
+
+
+def experiment_of_config(config: Mapping[str, Any]) -> Experiment:
+    """The experiment a run directory's config.json was made from, with the one domain or
+    task it ran: `veriloop run` records its whole (flag-filled) experiment as `spec`; an
+    eval cell records its own part of the file (`spec`: model, domain entry, strategy, n)
+    beside `cell`, with its data path as resolved then. A VeriloopError when neither fits."""
+    spec = config.get("spec")
+    if not isinstance(spec, Mapping):
+        raise VeriloopError("the run's config.json records no spec to rebuild its instances from")
+    try:
+        if "cell" not in config:
+            return Experiment.model_validate(spec)
+        entry = dict(spec["domain"])
+        is_task = "file" in entry
+        # The path as the cell resolved it (below the file's data_root, which the cell's spec lacks).
+        resolved = config.get("task") if is_task else config.get("data")
+        if resolved is not None:
+            entry["file" if is_task else "data"] = resolved
+        return Experiment.model_validate({
+            "name": str(config.get("experiment") or "cell"), "models": {"main": spec["model"]},
+            "tasks" if is_task else "domains": [entry], "strategies": [spec["strategy"]], "n": spec["n"],
+            "tools": spec.get("tools") or {},
+        })
+    except (KeyError, TypeError, ValidationError) as exc:
+        raise VeriloopError(f"the run's config.json has a spec this version cannot read ({exc.__class__.__name__}); "
+                            "was it written by another veriloop version?") from None
 
 
 def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:

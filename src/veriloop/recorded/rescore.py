@@ -143,10 +143,12 @@ def source_domain(source: Path, config: Mapping[str, Any]) -> tuple[Domain, dict
         instances = load_records(source / INSTANCES, Instance)
         return domain, {i.id: i for i in instances}
     if "spec" in config:
-        from ..experiment.engine import build_domain
-        from ..experiment.spec import Experiment
+        from ..experiment.engine import build_domain, experiment_of_config
 
-        spec = Experiment.model_validate(config["spec"])
+        try:
+            spec = experiment_of_config(config)
+        except VeriloopError as exc:
+            raise VeriloopError(f"{source}: {exc}") from None
         planned = build_domain(spec, spec.domain_entry(spec.domain_keys()[0]))
         return planned.domain, {i.id: i for i in planned.instances}
     domain = get_domain(str(config["domain"]), **dict(config.get("domain_options") or {}))

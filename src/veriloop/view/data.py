@@ -382,13 +382,11 @@ def _references_of(directory: Path) -> dict[str, Any]:
                 if line.strip()]
         return {i.id: i.reference for i in rows if i.reference is not None}
     config = json.loads((directory / "config.json").read_text())
-    spec = config.get("spec")
-    if not isinstance(spec, dict):
+    if not isinstance(config.get("spec"), dict):
         return {}
-    from ..experiment.engine import build_domain
-    from ..experiment.spec import Experiment
+    from ..experiment.engine import build_domain, experiment_of_config
 
-    experiment = Experiment.model_validate(spec)
+    experiment = experiment_of_config(config)
     keys = experiment.domain_keys()
     if len(keys) != 1:
         return {}
