@@ -41,6 +41,40 @@ if TYPE_CHECKING:
     from .experiment.engine import EvalResult
 
 Summary = StrategySummary
+"""What `evaluate` found for one strategy over a task's instances.
+
+An alias of `veriloop.experiment.metrics.StrategySummary` (a pydantic model): ground-truth
+accuracy with its 95% Wilson interval, the mean number of answers, calls, tokens and time.
+
+Attributes:
+    strategy: The strategy's canonical spec, every option spelled out
+        (e.g. "standard:temperature=0").
+    n: How many instances (trajectories) it covers.
+    correct: How many final answers are right by ground truth.
+    accuracy: `correct / n` (0.0 when `n` is 0).
+    accuracy_ci95: The 95% Wilson score interval of the accuracy, as (low, high).
+    mean_rounds: The mean number of answers proposed per instance.
+    model_calls: All model calls, those the cache answered included.
+    cache_hits: How many of those calls the cache answered.
+    prompt_tokens: Prompt tokens over all calls.
+    completion_tokens: Completion tokens over all calls.
+    seconds: The trajectories' time, summed (rounded to milliseconds).
+    stop_reasons: How many trajectories ended for each stop reason
+        (e.g. {"verifier_accepted": 3, "max_rounds": 1}).
+
+Examples:
+    ```python
+    import veriloop
+
+    task = veriloop.Task.from_records([{"q": "2+2", "a": "4"}, {"q": "3+3", "a": "6"}],
+                                      prompt="What is {q}?", reference_field="a")
+    [summary] = veriloop.evaluate(task, ["standard"], model=lambda messages: "4", out="runs/sums",
+                                  cache=False, progress=False)
+    assert (summary.n, summary.correct, summary.accuracy) == (2, 1, 0.5)
+    low, high = summary.accuracy_ci95
+    print(f"{summary.strategy}: {summary.accuracy:.0%} (95% CI {low:.2f}-{high:.2f})")
+    ```
+"""
 ModelSpec = Any  # a model id, a Model, a function, an object with generate(), an AsyncOpenAI client (+ name)
 CheckSpec = Any  # a check function, a verifier name ("llm", "critic", ...), a verifier object, or None
 T = TypeVar("T")
@@ -50,10 +84,35 @@ T = TypeVar("T")
 class Result:
     """What `correct` did on one prompt.
 
-    `answer` is the final answer (extracted from `text`, the final reply); `ok` whether it
-    passes the check (or matches the reference, when one was given); `rounds` how many
-    answers were produced; `feedback` the feedback messages sent back, in order; and
-    `trajectory` the same record `veriloop run` writes, with every call."""
+    A Result is true when `ok` is, so `if veriloop.correct(...):` reads as "if the final
+    answer passed".
+
+    Attributes:
+        answer: The final answer, extracted from `text` (None when there is none).
+        ok: Whether the final answer is right: by the reference when one was given,
+            else by the check function; with a verifier (e.g. "llm") instead of a
+            function, by that verifier's verdict on the final reply.
+        rounds: How many answers were produced.
+        text: The final reply as the model wrote it (None when there is none).
+        stop_reason: Why the loop stopped (e.g. "verifier_accepted", "max_rounds").
+        feedback: The feedback messages sent back to the model, in order.
+        trajectory: The same record `veriloop run` writes, with every call.
+        cached_calls: How many model calls the call cache answered (0 by default).
+        tokens: Prompt and completion tokens over all calls (0 by default).
+        seconds: How long the loop took (0.0 by default).
+
+    Examples:
+        ```python
+        import veriloop
+
+        replies = iter(["7", "8"])
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.",
+                                  lambda prompt, answer: int(answer) % 2 == 0, cache=False)
+        assert result and result.answer == "8" and result.rounds == 2
+        print(result.stop_reason, result.feedback)
+        print(len(result.trajectory.calls), "calls")
+        ```
+    """
 
     answer: str | None
     ok: bool
@@ -71,16 +130,104 @@ class Result:
 
 
 def model(spec: ModelSpec, **options: Any) -> Model:
-    """A model, ready for `correct` and `evaluate` (see `veriloop.models.as_model`): a pack
-    name or model id, a function `messages -> str`, an object with `generate`, or an
-    `openai.AsyncOpenAI` client with `model_name=`. Load a local model once with this and
-    pass the result around, rather than its name to every call."""
+    """A model, ready for `correct`, `evaluate` and `eval_experiment`.
+
+    Load a local model once with this and pass the result around, rather than its name to
+    every call (each call would load it again). The call cache is on by default, so a
+    repeated call replays its answer; a function or object that declares no `identity`
+    cannot be cached, and is used uncached with a `VeriloopWarning`. See
+    `veriloop.models.as_model` for the details.
+
+    Args:
+        spec: What names or wraps the model: a model id (a pack name, a path to a .gguf
+            file, `openai/<model>` with `base_url`); an object that follows the Model
+            protocol (a `CachedModel` is returned as it is); an `openai.AsyncOpenAI` client
+            with `model_name`, or a `(client, model_name)` pair; a function
+            `messages -> str` (or `(messages, params) -> str | Completion`), sync or async;
+            or an object with such a `generate` method (see `FunctionModel`).
+
+    Keyword Args:
+        model_name: The model's name on the server, for an OpenAI client.
+        name: The model's name in records (default: the function's name, or the class
+            name of an object with `generate`).
+        identity: What tells this model's answers apart in the call cache (an object's
+            own `identity` attribute counts); a function or object without one is not
+            cached.
+        api_key: A server model's API key.
+        cache: True (the default) for the default call cache
+            (`$VERILOOP_HOME/calls.sqlite`), a path or a `CallCache` for another, False
+            for none.
+        concurrency: How many trajectories may use the model at once (default: the
+            model's own preference; 1 for a function).
+        threads: A local (llama.cpp) model's threads.
+        context: A local model's context size in tokens.
+        max_reply_tokens: The most tokens any one reply may have (a model loaded by id
+            takes `$VERILOOP_MAX_REPLY_TOKENS` when this is not given).
+        base_url: An OpenAI-compatible server's URL (default: `$VERILOOP_BASE_URL`).
+        deployment: A server model's name in the cache identity instead of its base URL,
+            so several URLs of one deployment share cached answers.
+        retry_budget: Seconds a server model's faults are retried (default 120).
+        stall_timeout: Seconds without a byte after which an attempt is abandoned as a
+            fault (default 60).
+        attempt_timeout: Seconds in all after which an attempt is abandoned (default 600).
+        max_reply_bytes: A reply size over which an attempt is abandoned (default 8 MiB).
+
+    Returns:
+        The model, wrapped in the call cache unless the cache is off.
+
+    Raises:
+        VeriloopError: When `spec` is an unknown model id or a missing or unreadable
+            model file, a synchronous `openai.OpenAI` client, an OpenAI client without a
+            model name, or anything else that cannot be a model; or when a setting has
+            a wrong value.
+        TypeError: When a keyword is not one of the settings above.
+
+    Examples:
+        ```python
+        import veriloop
+
+        def shout(messages):
+            return messages[-1]["content"].upper()
+
+        llm = veriloop.model(shout, identity="shout-v1", cache="calls.sqlite")
+        first = veriloop.correct(llm, "say hi", strategy="standard")
+        again = veriloop.correct(llm, "say hi", strategy="standard")
+        assert (first.answer, first.cached_calls, again.cached_calls) == ("SAY HI", 0, 1)
+        print(llm.name, again.answer)
+        ```
+    """
     return as_model(spec, **options)
 
 
 def toolbox(tools: Toolbox | Sequence[str | Tool] | None, cache: bool = True) -> Toolbox | None:
-    """A Toolbox from tool names (python, calculator, toxicity; search needs a corpus, so
-    give a built tool), Tool objects, or a Toolbox as it is."""
+    """A Toolbox for the strategies that call tools (CRITIC), from names or tools.
+
+    Args:
+        tools: Tool names ("python", "calculator", "toxicity"; "search" needs a corpus,
+            so give it as a built tool), Tool objects, or a Toolbox, returned as it is.
+            None gives None.
+        cache: Whether the new toolbox caches deterministic tools' successful results in
+            the tool cache, `$VERILOOP_HOME/tools.sqlite` (default True). It does not
+            apply to a Toolbox given as it is.
+
+    Returns:
+        The toolbox, or None when `tools` is None.
+
+    Raises:
+        VeriloopError: When a name is not a known tool.
+
+    Examples:
+        ```python
+        import asyncio
+
+        import veriloop
+
+        box = veriloop.toolbox(["calculator"], cache=False)
+        observation = asyncio.run(box.call("calculator", "6 * 7"))
+        assert box.names == ["calculator"] and observation.ok
+        print(observation.text)
+        ```
+    """
     if tools is None or isinstance(tools, Toolbox):
         return tools
     built = [get_tool(t) if isinstance(t, str) else t for t in tools]
@@ -124,7 +271,73 @@ async def acorrect(
     cache: bool | str | Path | CallCache = True,
     check_timeout: float | None = None,
 ) -> Result:
-    """The async twin of `correct`."""
+    """The async twin of `correct`: the same loop, awaited.
+
+    Use it inside a running event loop (a notebook, an async application), where
+    `correct` refuses to run. `feedback` and `max_rounds` fill the options a strategy
+    spec leaves unset; a Strategy object is used as it is.
+
+    Args:
+        model: Anything `veriloop.model` accepts. A model id is loaded for this call and
+            closed at its end; a model object is left open.
+        prompt: The prompt: text, or chat messages (dicts of role and content).
+        check: A function `check(instance, answer)`, sync or async, returning a bool,
+            an error string ('' when right), a list of error strings or a Verdict; or a
+            verifier name ("llm", "llm-cot", "critic", "selfcheck@0.8", ...) or object.
+            Default None: allowed with a `reference`, the "standard" strategy, or a
+            Strategy object.
+        feedback: What the model is told of a rejected answer: "none", "binary", "first"
+            (the default: the first error), "all" (every error) or "llm" (a critique).
+        max_rounds: The answer budget (default 5): rounds for backprompt, samples for
+            sampling, best-of-n and self-consistency.
+        strategy: A strategy spec, as on the command line ("backprompt", the default;
+            "sampling", "best-of-n:n=8", "selfcheck:n=4,gate=..."), or a Strategy object.
+        instance: What the check receives as its instance (default: the prompt).
+        reference: A known right answer (default: none). When given, it decides
+            `Result.ok`: equal numbers, or equal text up to case and spacing.
+        extract: A function from a reply to the answer the check sees (default: the whole
+            reply, stripped).
+        system: A system message put before the prompt (default: none).
+        max_tokens: The most tokens one answer may take (default 512).
+        seed: The seed of the run, sent to the model with its calls; the samples of a
+            sampling strategy take the seeds after it (default 0).
+        tools: Tools for the strategies that call them (CRITIC): names, Tool objects or a
+            Toolbox, as `toolbox` takes them (default: none).
+        cache: True (the default) for the default call cache, a path or a `CallCache` for
+            another, False for none. Cached calls replay exactly, so a repeated call
+            gives the same result.
+        check_timeout: The seconds a check function may take on one answer before
+            `CheckError`, over the check's own (default None: the check's own, 60 s).
+
+    Returns:
+        What the loop did on the prompt (the final answer, whether it passed, the
+            rounds, the feedback and the full trajectory).
+
+    Raises:
+        VeriloopError: When there is no check and no reference (only the "standard"
+            strategy runs without either); when a strategy, verifier, tool or model
+            name is unknown; or when the model function raises or returns something
+            other than text.
+        CheckError: When the check raises, returns something that is not a verdict, or
+            overstays its time limit; or when `check_timeout` is not a positive number.
+
+    Examples:
+        ```python
+        import asyncio
+
+        import veriloop
+
+        async def llm(messages):
+            return "8"
+
+        async def main():
+            return await veriloop.acorrect(llm, "Name an even number.",
+                                           lambda prompt, answer: int(answer) % 2 == 0, cache=False)
+
+        result = asyncio.run(main())
+        assert result.ok and result.answer == "8"
+        ```
+    """
     if check is None and reference is None and not isinstance(strategy, Strategy) and strategy.split(":")[0] != "standard":
         raise VeriloopError("correct() needs a check (a function, or a verifier name such as 'llm'), or a reference")
     task = Task.single(
@@ -144,19 +357,74 @@ async def acorrect(
 def correct(model: ModelSpec, prompt: str | Sequence[Message], check: CheckSpec = None, **options: Any) -> Result:
     """Generate, check, feed back and correct until the check passes or the budget ends.
 
-    `model`: anything `veriloop.model` accepts. `prompt`: text or chat messages.
-    `check`: a function `check(instance, answer)` returning a bool, an error string ('' if
-    right), a list of error strings or a Verdict (sync or async); or a verifier name
-    ('llm', 'llm-cot', 'critic', 'selfcheck@0.8', ...) or object. The check receives
-    `instance` (default: the prompt) and the answer (`extract(reply)`, default the whole
-    reply). `feedback`: none, binary, first, all or llm. `max_rounds`: the answer budget
-    (rounds for backprompt, samples for sampling, best-of-n and self-consistency).
-    `strategy`: a strategy spec ("backprompt", "sampling", "best-of-n:n=8",
-    "selfcheck:n=4,gate=...") or object. `reference`: a known right answer, which then
-    decides `Result.ok`. Calls are cached (`cache=False` to switch off) so a repeated call
-    replays exactly. `check_timeout`: seconds a check function may take on one answer
-    before `CheckError` (default: the check's own, 60 s). Inside a running event loop, use
-    `await acorrect(...)`."""
+    The check receives `instance` (default: the prompt) and the answer (`extract(reply)`,
+    default the whole reply). `feedback` and `max_rounds` fill the options a strategy
+    spec leaves unset; a Strategy object is used as it is. Calls are cached (`cache=False`
+    switches that off), so a repeated call replays exactly. Inside a running event loop,
+    use `await veriloop.acorrect(...)`, which takes the same arguments.
+
+    Args:
+        model: Anything `veriloop.model` accepts: a model id, a function
+            `messages -> str`, an object with `generate`, a Model, or a
+            `(client, model_name)` pair. A model id is loaded for this call and closed
+            at its end; a model object is left open.
+        prompt: The prompt: text, or chat messages (dicts of role and content).
+        check: A function `check(instance, answer)`, sync or async, returning a bool,
+            an error string ('' when right), a list of error strings or a Verdict; or a
+            verifier name ("llm", "llm-cot", "critic", "selfcheck@0.8", ...) or object.
+            Default None: allowed with a `reference`, the "standard" strategy, or a
+            Strategy object.
+
+    Keyword Args:
+        feedback: What the model is told of a rejected answer: "none", "binary", "first"
+            (the default: the first error), "all" (every error) or "llm" (a critique).
+        max_rounds: The answer budget (default 5): rounds for backprompt, samples for
+            sampling, best-of-n and self-consistency.
+        strategy: A strategy spec, as on the command line ("backprompt", the default;
+            "sampling", "best-of-n:n=8", "selfcheck:n=4,gate=..."), or a Strategy object.
+        instance: What the check receives as its instance (default: the prompt).
+        reference: A known right answer (default: none). When given, it decides
+            `Result.ok`: equal numbers, or equal text up to case and spacing.
+        extract: A function from a reply to the answer the check sees (default: the whole
+            reply, stripped).
+        system: A system message put before the prompt (default: none).
+        max_tokens: The most tokens one answer may take (default 512).
+        seed: The seed of the run, sent to the model with its calls; the samples of a
+            sampling strategy take the seeds after it (default 0).
+        tools: Tools for the strategies that call them (CRITIC): names, Tool objects or a
+            Toolbox, as `toolbox` takes them (default: none).
+        cache: True (the default) for the default call cache, a path or a `CallCache` for
+            another, False for none. Cached calls replay exactly, so a repeated call
+            gives the same result.
+        check_timeout: The seconds a check function may take on one answer before
+            `CheckError`, over the check's own (default None: the check's own, 60 s).
+
+    Returns:
+        What the loop did on the prompt (the final answer, whether it passed, the
+            rounds, the feedback and the full trajectory).
+
+    Raises:
+        VeriloopError: When there is no check and no reference (only the "standard"
+            strategy runs without either); when a strategy, verifier, tool or model
+            name is unknown; when the model function raises or returns something other
+            than text; or when called inside a running event loop (use `acorrect`).
+        CheckError: When the check raises, returns something that is not a verdict, or
+            overstays its time limit; or when `check_timeout` is not a positive number.
+
+    Examples:
+        ```python
+        import veriloop
+
+        replies = iter(["7", "8"])
+
+        def even(prompt, answer):
+            return "" if int(answer) % 2 == 0 else f"{answer} is odd"
+
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.", even, cache=False)
+        assert result.ok and result.answer == "8" and result.rounds == 2
+        print(result.feedback)  # the error fed back after "7"
+        ```
+    """
     return _run_sync(acorrect(model, prompt, check, **options), "acorrect")
 
 
@@ -208,7 +476,73 @@ async def aevaluate(
     progress: bool | None = None,
     check_timeout: float | None = None,
 ) -> list[Summary]:
-    """The async twin of `evaluate`."""
+    """The async twin of `evaluate`: the same run, awaited.
+
+    Use it inside a running event loop (a notebook, an async application), where
+    `evaluate` refuses to run.
+
+    Args:
+        task: A `Task`, any domain object, or a built-in domain's name (see `data` and
+            `domain_options`).
+        strategies: Strategy specs as on the command line, or Strategy objects (default:
+            "standard" alone).
+        model: Anything `veriloop.model` accepts (required). A model id is loaded for
+            this call and closed at its end; a model object is left open.
+        out: The run directory. It holds every trajectory as it finishes, so an
+            interrupted evaluate resumes there and a finished one re-runs with no model
+            call.
+        n: How many instances to run (default None: all of them).
+        offset: How many instances to skip first (default 0).
+        seed: The seed of the run (default 0).
+        concurrency: How many trajectories run at once (default None: what the model
+            prefers).
+        data: A data file for a built-in domain named by `task` (default None: the
+            domain's own). A Task reads no data file.
+        domain_options: Options of a built-in domain named by `task` (default: none).
+        max_rounds: Fills `max_rounds` in the strategies whose spec leaves it unset
+            (default None: each strategy's own).
+        k: Fills `k` in the strategies whose spec leaves it unset (default None: each
+            strategy's own).
+        tools: Tools for the strategies that call them (CRITIC): names, Tool objects or
+            a Toolbox, as `toolbox` takes them (default: none).
+        cache: True (the default) for the default call cache, a path or a `CallCache`
+            for another, False for none.
+        on_progress: A function called with `(done, total)` as trajectories finish
+            (default: none).
+        progress: Whether to show a progress bar on stderr (default None: only when
+            stderr is a terminal).
+        check_timeout: The seconds every check may take on one answer, over the task's
+            own (default None: the task's own, 60 s unless `Task(check_timeout=...)`
+            says otherwise).
+
+    Returns:
+        One summary per strategy, in the order of `strategies`.
+
+    Raises:
+        VeriloopError: When `task` is not a Task, a domain or a domain name; when the
+            selection leaves no instances; when `strategies` is empty; when a strategy,
+            domain, tool or model name is unknown; when a strategy cannot run on the
+            task (a `sound` verifier on a Task without a check); when a Task is given a
+            `data` file; when `out` holds a run made with other settings (another
+            model, seed or task) or another run is using it; or when the model function raises or
+            returns something other than text.
+        CheckError: When a check raises, returns something that is not a verdict, or
+            overstays its time limit (the finished trajectories are kept in `out`); or
+            when `check_timeout` is not a positive number.
+
+    Examples:
+        ```python
+        import asyncio
+
+        import veriloop
+
+        task = veriloop.Task.from_records([{"q": "2+2"}, {"q": "3+3"}], prompt="What is {q}?",
+                                          check=lambda row, answer: answer == str(eval(row["q"])))
+        summaries = asyncio.run(veriloop.aevaluate(task, ["standard"], model=lambda messages: "4",
+                                                   out="runs/sums", cache=False, progress=False))
+        assert [(s.n, s.correct) for s in summaries] == [(2, 1)]
+        ```
+    """
     domain: Any = get_domain(task, **(domain_options or {})) if isinstance(task, str) else task
     if not isinstance(domain, Domain):
         raise VeriloopError(f"evaluate() needs a Task, a domain object or a domain name, not {type(task).__name__}")
@@ -260,20 +594,82 @@ def _progress_bar(
 
 
 def evaluate(task: Task | Domain | str, strategies: Sequence[str | Strategy] = ("standard",), **options: Any) -> list[Summary]:
-    """Run strategies over every instance of a task and summarise them (accuracy with a
-    95% interval, rounds, calls, tokens, seconds per strategy), in the given order.
+    """Run strategies over every instance of a task and summarise each strategy.
 
-    `task`: a `Task`, any domain object, or a built-in domain name (with `data`,
-    `domain_options`). `strategies`: specs as on the command line or Strategy objects.
-    `model`: anything `veriloop.model` accepts. `out`: the run directory; it holds every
-    trajectory as it finishes, so an interrupted evaluate resumes there and a finished
-    one re-runs with no model call. `n`/`offset` select instances; `concurrency` is how
-    many trajectories run at once (default: what the model prefers); `max_rounds` and `k`
-    fill those options of strategies whose spec leaves them unset. `progress` shows a bar
-    on stderr (default: when stderr is a terminal); `on_progress(done, total)` is called
-    as trajectories finish. `check_timeout`: seconds every check may take on one answer,
-    over the task's own (default 60 s, `Task(check_timeout=...)`); a check that overstays,
-    like one that raises, stops the run with `CheckError`, keeping the finished trajectories."""
+    Each summary gives the accuracy with its 95% interval, rounds, calls, tokens and
+    seconds. A check that overstays its time limit, like one that raises, stops the run
+    with `CheckError`, keeping the finished trajectories. Inside a running event loop, use
+    `await veriloop.aevaluate(...)`, which takes the same arguments.
+
+    Args:
+        task: A `Task`, any domain object, or a built-in domain's name (see `data` and
+            `domain_options`).
+        strategies: Strategy specs as on the command line, or Strategy objects (default:
+            "standard" alone).
+
+    Keyword Args:
+        model: Anything `veriloop.model` accepts (required). A model id is loaded for
+            this call and closed at its end; a model object is left open.
+        out: The run directory. It holds every trajectory as it finishes, so an
+            interrupted evaluate resumes there and a finished one re-runs with no model
+            call.
+        n: How many instances to run (default None: all of them).
+        offset: How many instances to skip first (default 0).
+        seed: The seed of the run (default 0).
+        concurrency: How many trajectories run at once (default None: what the model
+            prefers).
+        data: A data file for a built-in domain named by `task` (default None: the
+            domain's own). A Task reads no data file.
+        domain_options: Options of a built-in domain named by `task` (default: none).
+        max_rounds: Fills `max_rounds` in the strategies whose spec leaves it unset
+            (default None: each strategy's own).
+        k: Fills `k` in the strategies whose spec leaves it unset (default None: each
+            strategy's own).
+        tools: Tools for the strategies that call them (CRITIC): names, Tool objects or
+            a Toolbox, as `toolbox` takes them (default: none).
+        cache: True (the default) for the default call cache, a path or a `CallCache`
+            for another, False for none.
+        on_progress: A function called with `(done, total)` as trajectories finish
+            (default: none).
+        progress: Whether to show a progress bar on stderr (default None: only when
+            stderr is a terminal).
+        check_timeout: The seconds every check may take on one answer, over the task's
+            own (default None: the task's own, 60 s unless `Task(check_timeout=...)`
+            says otherwise).
+
+    Returns:
+        One summary per strategy, in the order of `strategies`.
+
+    Raises:
+        VeriloopError: When `task` is not a Task, a domain or a domain name; when the
+            selection leaves no instances; when `strategies` is empty; when a strategy,
+            domain, tool or model name is unknown; when a strategy cannot run on the
+            task (a `sound` verifier on a Task without a check); when a Task is given a
+            `data` file; when `out` holds a run made with other settings (another
+            model, seed or task) or another run is using it; when the model function
+            raises or returns something other than text; or when called inside a
+            running event loop (use `aevaluate`).
+        CheckError: When a check raises, returns something that is not a verdict, or
+            overstays its time limit (the finished trajectories are kept in `out`); or
+            when `check_timeout` is not a positive number.
+
+    Examples:
+        ```python
+        import veriloop
+
+        def digits_only(row, answer):
+            return "" if answer.isdigit() else "answer with digits only"
+
+        rows = [{"q": "2+2", "a": "4"}, {"q": "3+3", "a": "6"}]
+        task = veriloop.Task.from_records(rows, prompt="What is {q}?", check=digits_only, reference_field="a")
+        answers = {"What is 2+2?": "4", "What is 3+3?": "six"}
+        summaries = veriloop.evaluate(task, ["standard", "sampling:k=2"], model=lambda m: answers[m[-1]["content"]],
+                                      out="runs/sums", cache=False, progress=False)
+        for summary in summaries:
+            print(summary.strategy, summary.accuracy, summary.model_calls)
+        assert [(s.correct, s.model_calls) for s in summaries] == [(1, 2), (1, 3)]
+        ```
+    """
     return _run_sync(aevaluate(task, strategies, **options), "aevaluate")
 
 
@@ -289,7 +685,64 @@ async def aeval_experiment(
     address: str | None = None,
     shard_size: int | None = None,
 ) -> EvalResult:
-    """The async twin of `eval_experiment`."""
+    """The async twin of `eval_experiment`: the same run, awaited.
+
+    Use it inside a running event loop (a notebook, an async application), where
+    `eval_experiment` refuses to run.
+
+    Args:
+        experiment: A TOML file, a shipped experiment's name, a dict shaped like the
+            file, or an `Experiment`.
+        out: The experiment's directory: one resumable run directory per cell, and the
+            results (results.csv, results.md, results.json, frontier.png).
+        overrides: `key=value` items, as the command line's `--set` takes them, applied
+            in order (default: none).
+        models: Models by their name in the experiment, used instead of their `id`
+            (your own function, object or client, as `veriloop.model` takes them).
+            The models loaded here from their ids are closed at the end.
+        cache: True (the default) for the default call cache, a path for another, False
+            for none.
+        progress: Whether to show a progress bar on stderr (default None: only when
+            stderr is a terminal).
+        executor: "local" (the default) runs the cells in this process; "ray" runs them
+            on a Ray cluster (the result's `.cluster` then says what the workers did).
+        address: With `executor="ray"`, the cluster when none is initialised already:
+            "auto", "ray://HOST:PORT", or None (the default) for a local one.
+        shard_size: With `executor="ray"`, how many instances make one shard (default
+            None: the experiment's concurrency, else the generator's preferred one).
+
+    Returns:
+        The experiment's result. Its `.rows` hold one `CellResult` per cell (accuracy
+            with its interval, rounds, calls, tokens, seconds, dollars, status);
+            `.stopped` says which budget stopped it early, if one did; `.out_dir` is
+            where it was written.
+
+    Raises:
+        VeriloopError: When the experiment cannot be found or read, or is not valid
+            (the message names the file, line and key); when an override is malformed;
+            when `models` names a model the experiment does not have; when a model the
+            cells need has no `id` and is not in `models`; when `executor` is neither
+            "local" nor "ray", or `address` or `shard_size` is given without "ray"; when
+            Ray is not installed for "ray"; or when another run is using `out`.
+
+    Examples:
+        ```python
+        import asyncio
+
+        import veriloop
+
+        def mine(messages):  # right on game24's first puzzle (1 1 11 13) only
+            return "Answer: 13 + 11 * 1 * 1"
+
+        spec = {"name": "demo", "models": {"mine": {}}, "domains": [{"name": "game24", "n": 2}],
+                "strategies": ["standard"]}
+        result = asyncio.run(veriloop.aeval_experiment(spec, out="exp", models={"mine": mine}, cache=False,
+                                                       progress=False))
+        [row] = result.rows
+        assert (row.correct, row.n, row.status) == (1, 2, "complete")
+        print(row.model, row.domain, row.strategy, row.accuracy)
+        ```
+    """
     from .experiment.engine import Progress, load_models, models_needed, plan, run_eval
     from .experiment.spec import Experiment as Spec
     from .experiment.spec import experiment_from_data, find_experiment, load_experiment
@@ -335,20 +788,70 @@ async def aeval_experiment(
 
 
 def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **options: Any) -> EvalResult:
-    """Run an experiment (models x domains x strategies x seeds, roles, budgets; the file
-    format of `veriloop eval`) and return its result: `.rows` has one `CellResult` per
-    cell (accuracy with its interval, rounds, calls, tokens, seconds, dollars, status),
-    `.stopped` says which budget stopped it early, if one did.
+    """Run an experiment, as `veriloop eval` does, and return its result.
 
-    `experiment`: a TOML file, a shipped experiment's name, a dict shaped like the file,
-    or an `Experiment`. `out`: the experiment's directory (one resumable run directory
-    per cell; results.csv/.md/.json and frontier.png). `overrides`: `key=value` items as
-    with `--set`. `models`: models by their name in the experiment, to use instead of
-    their `id` (your own function, object or client). `cache`: True for the default call
-    cache, a path for another, False for none. `executor="ray"` runs the cells on a Ray
-    cluster (the one already initialised, else `address`: "auto", "ray://HOST:PORT", or
-    None for a local one), `shard_size` instances per shard; `.cluster` then says what
-    the workers did."""
+    An experiment is models x domains (or tasks) x strategies x seeds, with roles and
+    budgets, in the file format of `veriloop eval`. Inside a running event loop, use
+    `await veriloop.aeval_experiment(...)`, which takes the same arguments.
+
+    Args:
+        experiment: A TOML file, a shipped experiment's name, a dict shaped like the
+            file, or an `Experiment`.
+
+    Keyword Args:
+        out: The experiment's directory: one resumable run directory per cell, and the
+            results (results.csv, results.md, results.json, frontier.png).
+        overrides: `key=value` items, as the command line's `--set` takes them, applied
+            in order (default: none).
+        models: Models by their name in the experiment, used instead of their `id`
+            (your own function, object or client, as `veriloop.model` takes them).
+            The models loaded here from their ids are closed at the end.
+        cache: True (the default) for the default call cache, a path for another, False
+            for none.
+        progress: Whether to show a progress bar on stderr (default None: only when
+            stderr is a terminal).
+        executor: "local" (the default) runs the cells in this process; "ray" runs them
+            on a Ray cluster (the result's `.cluster` then says what the workers did).
+        address: With `executor="ray"`, the cluster when none is initialised already:
+            "auto", "ray://HOST:PORT", or None (the default) for a local one.
+        shard_size: With `executor="ray"`, how many instances make one shard (default
+            None: the experiment's concurrency, else the generator's preferred one).
+
+    Returns:
+        The experiment's result. Its `.rows` hold one `CellResult` per cell (accuracy
+            with its interval, rounds, calls, tokens, seconds, dollars, status);
+            `.stopped` says which budget stopped it early, if one did; `.out_dir` is
+            where it was written.
+
+    Raises:
+        VeriloopError: When the experiment cannot be found or read, or is not valid
+            (the message names the file, line and key); when an override is malformed;
+            when `models` names a model the experiment does not have; when a model the
+            cells need has no `id` and is not in `models`; when `executor` is neither
+            "local" nor "ray", or `address` or `shard_size` is given without "ray"; when
+            Ray is not installed for "ray"; when another run is using `out`; or when
+            called inside a running event loop (use `aeval_experiment`).
+
+    Examples:
+        ```python
+        import veriloop
+
+        spec = {
+            "name": "demo",
+            "models": {"mine": {}},  # no id: the model is given below
+            "domains": [{"name": "game24", "n": 2}],  # its first puzzles: 1 1 11 13, then 1 1 2 12
+            "strategies": ["standard", "sampling:k=2"],
+        }
+
+        def mine(messages):  # right on the first puzzle only
+            return "Answer: 13 + 11 * 1 * 1"
+
+        result = veriloop.eval_experiment(spec, out="exp", models={"mine": mine}, cache=False, progress=False)
+        for row in result.rows:
+            print(row.model, row.domain, row.strategy, f"{row.correct}/{row.n}", row.model_calls, row.status)
+        assert [row.model_calls for row in result.rows] == [2, 3] and result.stopped is None
+        ```
+    """
     return _run_sync(aeval_experiment(experiment, **options), "aeval_experiment")
 
 

@@ -80,7 +80,29 @@ _TIME_LIMIT_OVERRIDE: contextvars.ContextVar[float | None] = contextvars.Context
 
 
 class CheckError(VeriloopError):
-    """A user's check raised, or returned something that is not a verdict."""
+    """A user's check raised, returned something that is not a verdict, or overstayed.
+
+    The message names the check and what went wrong: the exception it raised on an
+    instance (any `BaseException`, `sys.exit` included), the value it returned, or the
+    time limit it overstayed on an instance. It also reports a check that is not
+    callable and a time limit that is not a positive number. A CheckError stops the run
+    it happens in; `evaluate` keeps the trajectories that finished before it. It is a
+    `VeriloopError`, so the command line prints its one line.
+
+    Examples:
+        ```python
+        import veriloop
+
+        def parse_and_check(prompt, answer):
+            return int(answer) % 2 == 0  # int("eight") raises
+
+        try:
+            veriloop.correct(lambda messages: "eight", "Name an even number.", parse_and_check, cache=False)
+        except veriloop.CheckError as error:
+            assert "ValueError" in str(error)
+            print(error)
+        ```
+    """
 
 
 def function_name(fn: Callable[..., Any]) -> str:
@@ -110,9 +132,41 @@ def as_verdict(result: object, name: str) -> Verdict:
 
 
 class FunctionCheck:
-    """A check function as a verifier. `name` labels it in strategy names and records
-    (default: the function's `module:qualname`); `timeout` is the seconds it may take on one
-    answer (None: no limit), unless the call running it gives another (`check_time_limit`)."""
+    """A check function as a verifier.
+
+    With it, a check function goes wherever a verifier name does: as the `check` of
+    `correct`, or as the verifier of backprompt, sampling, best-of-n and selfcheck's gate.
+    It runs the function under the rules of `veriloop.checks`: whatever the function
+    raises, and a return value that is not a verdict, becomes a `CheckError`; a sync
+    function runs on a worker thread, an async one on the loop.
+
+    Args:
+        fn: The check function, `fn(instance, answer)`, sync or async, returning a bool,
+            an error string ('' when right), a list of error strings or a Verdict.
+        name: Its label in strategy names and records (default None: the function's
+            `module:qualname`).
+        timeout: The seconds it may take on one answer (default 60; None: no limit),
+            unless the call running it gives another (`check_time_limit`, the
+            `check_timeout` of `correct` and `evaluate`).
+
+    Raises:
+        CheckError: When `fn` is not callable, or `timeout` is neither a positive number
+            nor None.
+
+    Examples:
+        ```python
+        import veriloop
+
+        def even(prompt, answer):
+            return "" if int(answer) % 2 == 0 else f"{answer} is odd"
+
+        check = veriloop.FunctionCheck(even, name="even", timeout=5)
+        replies = iter(["7", "8"])
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.", check, cache=False)
+        assert result.ok and result.trajectory.strategy.endswith("verifier=even")
+        print(check, result.feedback)
+        ```
+    """
 
     def __init__(self, fn: CheckFunction, name: str | None = None,
                  timeout: float | None = DEFAULT_CHECK_TIMEOUT) -> None:
@@ -428,7 +482,39 @@ CHECK_FILES: set[str] = set()
 
 
 def load_check(spec: str) -> Callable[..., Any]:
-    """The function named by `pkg.module:function` or `python:path/to/file.py:function`."""
+    """The check function a command-line spec names (what `--check` takes).
+
+    A file is imported as a module named after its stem (if that name is free, else a
+    name of its own), so the check's label in records names it too.
+
+    Args:
+        spec: `pkg.module:function`, to import the module by name, or
+            `python:path/to/file.py:function`, to load a Python file. The part after the
+            last colon may be a dotted path (`module:Class.method`).
+
+    Returns:
+        The function (any callable the spec names).
+
+    Raises:
+        VeriloopError: When the spec is not of either form, the file does not exist or
+            cannot be loaded as Python, importing the module or file fails (whatever it
+            raises, `sys.exit` included), the module has no such name, or what it names
+            is not callable.
+
+    Examples:
+        ```python
+        import veriloop
+
+        with open("parity.py", "w") as f:
+            print("def even(row, answer):", file=f)
+            print("    return int(answer) % 2 == 0", file=f)
+
+        even = veriloop.load_check("python:parity.py:even")
+        assert even({}, "8") and not even({}, "7")
+        same = veriloop.load_check("operator:eq")  # a module importable by name
+        print(even.__name__, same("4", "4"))
+        ```
+    """
     if spec.startswith("python:"):
         location, sep, attr = spec.removeprefix("python:").rpartition(":")
         if not sep or not location or not attr:

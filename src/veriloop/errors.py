@@ -14,7 +14,23 @@ if TYPE_CHECKING:
 
 
 class VeriloopError(Exception):
-    """A problem the user can fix (bad input, missing model, unreadable file)."""
+    """A problem the user can fix (bad input, missing model, unreadable file).
+
+    It carries one line that says what is wrong and how to fix it; the command line
+    prints that line and exits non-zero instead of showing a traceback. Subclasses name
+    some kinds of problem, e.g. `CheckError`: a user's check failed.
+
+    Examples:
+        ```python
+        import veriloop
+
+        try:
+            veriloop.correct(lambda messages: "8", "Name an even number.")  # no check, no reference
+        except veriloop.VeriloopError as error:
+            assert "needs a check" in str(error)
+            print(error)
+        ```
+    """
 
 
 class ModelNotInstalled(VeriloopError):

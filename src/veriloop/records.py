@@ -26,6 +26,26 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # them all cost about 65 ms of its start-up.
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+"""One chat message: a dict with a "role" ("system", "user" or "assistant") and its
+"content" text.
+
+A prompt is a list of messages, and a model (a function given to `veriloop.model`) is
+called with the list of messages to answer.
+
+Examples:
+    ```python
+    import veriloop
+
+    seen = []
+
+    def llm(messages):
+        seen.append(messages)
+        return "8"
+
+    veriloop.correct(llm, "Name an even number.", lambda prompt, answer: answer == "8", cache=False)
+    assert seen[0] == [{"role": "user", "content": "Name an even number."}]
+    ```
+"""
 
 # In a Python string every surrogate code point is lone: a valid pair from JSON is decoded
 # to the one character it encodes.
@@ -78,7 +98,22 @@ def _rebuilt(node: Any, children: list[Any], done: list[Any]) -> Any:
 
 
 class Instance(BaseModel):
-    """One problem of a domain. `data` is the domain's own JSON-serialisable payload."""
+    """One problem of a domain.
+
+    Attributes:
+        id: The instance's id, unique within its domain (records and resumed runs key on it).
+        data: The domain's own payload for the problem; it must be JSON-serialisable.
+        reference: The known right answer, when the domain has one; None otherwise.
+
+    Examples:
+        ```python
+        from veriloop import Instance
+
+        instance = Instance(id="1", data={"q": "2+2"}, reference=4)
+        assert instance.model_dump() == {"id": "1", "data": {"q": "2+2"}, "reference": 4}
+        assert Instance.model_validate_json(instance.model_dump_json()) == instance
+        ```
+    """
 
     model_config = ConfigDict(defer_build=True)
 
@@ -88,7 +123,26 @@ class Instance(BaseModel):
 
 
 class VerdictError(BaseModel):
-    """One thing wrong with an answer, in the order a checker found it."""
+    """One thing wrong with an answer; a verdict lists them in the order a checker found them.
+
+    The text fields are made storable when the error is built: each lone surrogate in
+    them becomes U+FFFD, since a check is user code whose words go into records and prompts.
+
+    Attributes:
+        kind: A short label for the kind of error (e.g. "parity", "wrong_value").
+        message: What is wrong, in words; feedback shows it to the model.
+        where: The part of the answer the error is about, if the checker says.
+
+    Examples:
+        ```python
+        from veriloop import Verdict, VerdictError
+
+        error = VerdictError(kind="parity", message="7 is odd", where="7")
+        verdict = Verdict(ok=False, errors=[error])
+        assert verdict.errors[0].message == "7 is odd"
+        assert VerdictError(kind="text", message="bad" + chr(0xD800)).message == "bad" + chr(0xFFFD)
+        ```
+    """
 
     model_config = ConfigDict(defer_build=True)
 
@@ -116,11 +170,36 @@ class Candidate(BaseModel):
 
 
 class Verdict(BaseModel):
-    """The one currency between verifiers, feedback policies and metrics.
+    """A judgement of one answer: the one currency between verifiers, feedback policies
+    and metrics.
 
-    `malformed` means the answer could not even be read as an answer of the domain.
-    `unreadable` marks a verdict that came from a judge whose own reply could not be
-    parsed: it counts as a rejection but is kept apart so studies can report it.
+    A check function may return one (besides a bool, an error string or a list of them),
+    and every verifier does.
+
+    Attributes:
+        ok: Whether the answer is accepted.
+        errors: What is wrong with it, in the order the checker found it.
+        malformed: The answer could not even be read as an answer of the domain.
+        score: A number ranking the answer, when the checker gives one (best-of-n ranks by it).
+        unreadable: The verdict came from a judge whose own reply could not be parsed: it
+            counts as a rejection, but is kept apart so studies can report it.
+        verifier: The name of the verifier that gave it ("sound" for the domain's own check).
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Verdict, VerdictError
+
+        def even(prompt, answer):
+            if int(answer) % 2 == 0:
+                return Verdict(ok=True)
+            return Verdict(ok=False, errors=[VerdictError(kind="parity", message=f"{answer} is odd")])
+
+        replies = iter(["7", "8"])
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.", even, cache=False)
+        assert result.answer == "8"
+        assert "7 is odd" in result.feedback[0]  # the backprompt names the error
+        ```
     """
 
     model_config = ConfigDict(defer_build=True)
@@ -141,7 +220,39 @@ Role = Literal["generate", "correct", "verify", "critique", "check"]
 
 class CallRecord(BaseModel):
     """One model call of a loop: its role, round, the messages sent and the reply, with
-    tokens, seconds and whether it came from the cache (SelfCheck adds stage and step)."""
+    tokens, seconds and whether it came from the cache.
+
+    Attributes:
+        role: What the call was for: "generate" (an answer to the base prompt or after
+            feedback), "correct" (a rewrite after a critique), "verify" (a judgement),
+            "critique" (free-text feedback) or "check" (a stage of SelfCheck).
+        round: The round the call belongs to.
+        sample_index: Which sample of the call this is (0 unless several were drawn).
+        messages: The messages sent.
+        response: The reply text, lone surrogates replaced by U+FFFD.
+        finish_reason: Why the model stopped (e.g. "stop", "length").
+        prompt_tokens: Tokens of the prompt (0 when the model does not say).
+        completion_tokens: Tokens of the reply (0 when the model does not say).
+        seconds: How long the call took.
+        cached: Whether the reply was replayed from the call cache.
+        stage: SelfCheck's stage ("target", "collect", "regenerate", "compare" or
+            "global"); None for other calls.
+        step: The step SelfCheck checked; None for other calls.
+        model: The model that answered when a role was given to another model than the
+            generator (the trajectory's `model`); None for the generator.
+        surrogates_replaced: How many lone surrogates the reply held (see `storable_text`).
+
+    Examples:
+        ```python
+        import veriloop
+
+        result = veriloop.correct(lambda messages: "8", "Name an even number.",
+                                  lambda prompt, answer: answer == "8", cache=False)
+        (call,) = result.trajectory.calls
+        assert (call.role, call.round, call.response, call.cached) == ("generate", 1, "8", False)
+        print(call.messages)
+        ```
+    """
 
     model_config = ConfigDict(defer_build=True)
 
@@ -182,7 +293,27 @@ class ToolRecord(BaseModel):
 
 
 class RoundRecord(BaseModel):
-    """One proposed answer, what the in-loop verifier said of it, and the ground truth."""
+    """One proposed answer, what the in-loop verifier said of it, and the ground truth.
+
+    Attributes:
+        round: The round number (1 for the first answer).
+        text: The model's whole reply.
+        answer: The answer extracted from the reply, or None when it holds none.
+        verdict: What the in-loop verifier said, or None when the answer was not checked.
+        correct: Whether the answer is right by ground truth.
+
+    Examples:
+        ```python
+        import veriloop
+
+        replies = iter(["7", "8"])
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.",
+                                  lambda prompt, answer: int(answer) % 2 == 0, cache=False)
+        first, second = result.trajectory.rounds
+        assert (first.round, first.answer, first.verdict.ok, first.correct) == (1, "7", False, False)
+        assert (second.answer, second.verdict.ok, second.correct) == ("8", True, True)
+        ```
+    """
 
     model_config = ConfigDict(defer_build=True)
 
@@ -237,9 +368,42 @@ class SolutionCheck(BaseModel):
 
 
 class Trajectory(BaseModel):
-    """Everything one strategy did on one instance (one line of trajectories.jsonl): every
-    call, round, tool call and SelfCheck check, the final answer, the stop reason, and
-    whether the final answer is right by ground truth."""
+    """Everything one strategy did on one instance, stored as one line of trajectories.jsonl.
+
+    `key` is (strategy, instance_id, seed), under which a run resumes; `n_rounds` is the
+    number of answers proposed.
+
+    Attributes:
+        strategy: The strategy's canonical name (every option spelled out).
+        domain: The domain's name.
+        model: The generator model's name.
+        instance_id: The id of the instance.
+        seed: The seed of the run.
+        calls: Every model call, in order.
+        rounds: Every proposed answer, with its verdict and ground truth.
+        tool_calls: Every tool call made in the loop.
+        step_checks: What SelfCheck's checks said of each solution.
+        final_text: The final reply, or None when the loop produced none.
+        final_answer: The answer extracted from the final reply.
+        stop_reason: Why the loop stopped (e.g. "verifier_accepted", "max_rounds");
+            "unfinished" until it does.
+        correct: Whether the final answer is right by ground truth.
+        seconds: How long the loop took.
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Trajectory
+
+        replies = iter(["7", "8"])
+        result = veriloop.correct(lambda messages: next(replies), "Name an even number.",
+                                  lambda prompt, answer: int(answer) % 2 == 0, cache=False)
+        trajectory = result.trajectory
+        assert (trajectory.final_answer, trajectory.stop_reason, trajectory.n_rounds) == ("8", "verifier_accepted", 2)
+        assert Trajectory.model_validate_json(trajectory.model_dump_json()) == trajectory
+        print(trajectory.key)
+        ```
+    """
 
     model_config = ConfigDict(defer_build=True)
 

@@ -61,18 +61,73 @@ def same_answer(answer: str, reference: Any) -> bool:
 
 
 class Task(BaseDomain):
-    """A domain made of records. `rows` are mappings (dicts, JSON objects); `prompt` is a
-    template naming a row's fields ("Solve: {question}"; plain names only: no attribute,
-    index, position, conversion or format spec) or a function from the row to the prompt
-    text or to chat messages; `check(row, answer)` is a check
-    function (see veriloop.checks) or None. `extract(reply)` picks the answer out of a
-    reply (default: the whole reply, stripped). `critic_tools` are the tools CRITIC's
-    critic may call on this task (e.g. ("python", "calculator")) and `max_corrections` its
-    budget. `compare(answer, reference)` decides
-    ground truth against `reference_field` (default: `same_answer`). `rejection` and
-    `reask` word the backprompt: "<rejection>: <error>.\\n<reask>". `check_timeout`: the
-    seconds the check may take on one answer before the run stops with an error (default
-    60; None: no limit)."""
+    """A domain made of records: rows of fields, a prompt template and a check function.
+
+    Every strategy, feedback level, the runner, the cache and the records work on a Task
+    as on a built-in domain. Ground truth (what accuracy counts) is the reference field
+    when there is one, else the check itself. `Task.from_records(rows, prompt, check,
+    ...)` and `Task.from_jsonl(path, prompt, check, ...)` take the same options as the
+    constructor; the latter reads one JSON object per line and names the task after the
+    file.
+
+    Args:
+        rows: The records: mappings of fields (dicts, JSON objects), one per instance.
+        prompt: A template naming a row's fields ("Solve: {question}"; plain names only:
+            no attribute, index, position, conversion or format spec), or a function
+            from the row to the prompt text or to chat messages.
+        check: A check function `check(row, answer)`, sync or async (see
+            `veriloop.checks` for what it may return), or None (the default): then the
+            `sound` verifier cannot judge the task, and only its reference field
+            decides ground truth.
+        reference_field: The field that holds each row's right answer (default None:
+            no reference; the check is then the ground truth).
+        id_field: The field that holds each row's id (default None: its position,
+            counted from 1).
+        name: The task's name in records and run directories (default "task").
+        system: A system message put before every prompt (default: none).
+        extract: A function `extract(reply)` that picks the answer out of a reply
+            (default: the whole reply, stripped).
+        compare: A function `compare(answer, reference)` that decides ground truth
+            against `reference_field` (default: `same_answer`: equal numbers, or equal
+            text up to case and spacing).
+        answer_tokens: The most tokens one answer may take (default 512).
+        rejection: The backprompt's first words (default "Your answer is not
+            correct"); the backprompt reads "<rejection>: <error>." and then `reask`
+            on the next line.
+        reask: The backprompt's request to answer again (default "Please give a
+            corrected answer.").
+        description: A line describing the task, recorded with its runs (default:
+            "a task of '<name>' from records").
+        critic_tools: The tools CRITIC's critic may call on this task (e.g.
+            ("python", "calculator"); default: none).
+        max_corrections: CRITIC's correction budget on this task (default 3).
+        check_timeout: The seconds the check may take on one answer before the run
+            stops with a `CheckError` (default 60; None: no limit).
+
+    Raises:
+        VeriloopError: When a row is not a mapping, two rows have the same id, a row
+            lacks the `id_field` or `reference_field`, or the prompt template is not
+            plain field names or names a field that a row lacks.
+        CheckError: When a check is given and `check_timeout` is neither a positive
+            number nor None.
+
+    Examples:
+        ```python
+        import veriloop
+
+        def digits_only(row, answer):
+            return "" if answer.isdigit() else "answer with digits only"
+
+        rows = [{"q": "2+2", "a": "4"}, {"q": "3+3", "a": "6"}]
+        task = veriloop.Task(rows, prompt="What is {q}?", check=digits_only, reference_field="a", name="sums")
+        assert task.prompt(task.instances[1]) == [{"role": "user", "content": "What is 3+3?"}]
+        replies = {"What is 2+2?": ["four", "4"], "What is 3+3?": ["6"]}
+        [summary] = veriloop.evaluate(task, ["backprompt"], model=lambda m: replies[m[0]["content"]].pop(0),
+                                      out="runs/sums", cache=False, progress=False)
+        print(task, summary.accuracy, summary.mean_rounds)
+        assert (summary.correct, summary.mean_rounds) == (2, 1.5)
+        ```
+    """
 
     def __init__(
         self,

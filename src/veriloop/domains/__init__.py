@@ -48,6 +48,23 @@ def _domain_factory(name: str, given: Any) -> DomainFactory:
 
 # name -> "module:factory"; imported lazily so one domain's dependencies never slow another.
 DOMAINS: Registry[DomainFactory] = Registry("domain", "veriloop.domains", adapt=_domain_factory)
+"""The domains by name: each name maps to a factory that builds the domain from keyword
+options (a Domain class, for the built-in ones).
+
+It holds the built-in domains, each imported only when its name is first used, and
+those of installed plugins (entry points in the group `veriloop.domains`).
+`veriloop.domain(name, **options)` builds one and checks what a plugin built.
+
+Examples:
+    ```python
+    from veriloop import DOMAINS
+
+    print(list(DOMAINS))  # game24, blocksworld, ..., humaneval
+    assert "game24" in DOMAINS and DOMAINS.source("game24") == "veriloop"
+    game24 = DOMAINS["game24"]()
+    print(game24.description)
+    ```
+"""
 DOMAINS.register("game24", "veriloop.domains.game24:Game24")
 DOMAINS.register("blocksworld", "veriloop.domains.planning:Blocksworld")
 DOMAINS.register("mystery_blocksworld", "veriloop.domains.planning:MysteryBlocksworld")
@@ -69,8 +86,39 @@ DOMAINS.register("humaneval", "veriloop.domains.humaneval:HumanEval")
 
 
 def get_domain(name: str | Domain, **options: object) -> Domain:
-    """The domain called `name`, built with `options` (e.g. toxicity's all_prompts=True).
-    A domain object (a `veriloop.Task`, your own class) is returned as it is."""
+    """The domain called `name`, built with `options`.
+
+    A name that is not registered but names a template in the planning domain's
+    templates folder builds a planning domain from it. A plugin's failure to build is
+    reported as one line naming the plugin; a built-in domain's own errors pass as they are.
+
+    Args:
+        name: A name from `veriloop.DOMAINS`, or a domain object (a `veriloop.Task`, your
+            own class), which is returned as it is.
+
+    Keyword Args:
+        **options: Keyword options of the domain (e.g. toxicity's all_prompts=True); none
+            for a domain object.
+
+    Returns:
+        The domain.
+
+    Raises:
+        VeriloopError: When the name is unknown, the domain does not take the options,
+            options are given with a domain object, or a plugin fails to build its domain
+            or builds something that is not a domain.
+
+    Examples:
+        ```python
+        import veriloop
+
+        coloring = veriloop.domain("coloring", vertices=5, seed=1)
+        (instance,) = coloring.load_instances(None, n=1)
+        print(coloring.name, instance.id, instance.data["n"])
+        task = veriloop.Task.from_records([{"q": "2+2"}], prompt="Compute {q}.")
+        assert veriloop.domain(task) is task
+        ```
+    """
     if not isinstance(name, str):
         if options:
             raise VeriloopError(f"options {sorted(options)} are for a domain built by name, not for a domain object")

@@ -44,10 +44,37 @@ DEFAULT_REASK = "Please give a corrected answer."
 @runtime_checkable
 class Domain(Protocol):
     """The least an object must have to be used as a domain (what `isinstance(x, Domain)`
-    checks). `BaseDomain` implements it and adds every optional hook with its default.
+    checks).
 
-    Ground truth (`score`) is kept apart from checking inside the loop (`verify`): in
-    Game of 24 they coincide, in QA they do not.
+    An implementation has the three attributes below and these methods:
+    `parse_instance(raw)` (an instance from user input), `load_instances(source, n,
+    offset)`, `prompt(instance)` (the base prompt's messages), `extract_answer(instance,
+    text)`, `canonical(instance, answer)` (a key under which equal answers vote together),
+    `verify(instance, text)` (the sound checker, a Verdict), `score(instance, text)`
+    (ground truth), `feedback(instance, verdict, level)` (a backprompt) and
+    `judge_task(instance)` (the problem as an LLM judge sees it). Ground truth (`score`)
+    is kept apart from checking inside the loop (`verify`): in Game of 24 they coincide,
+    in QA they do not. `BaseDomain` implements the protocol and adds every optional hook
+    with its default; subclassing it is the easy way to write a domain. A `veriloop.Task`
+    is a domain too.
+
+    Attributes:
+        name: The domain's name, as records and tables show it.
+        description: One line saying what the task is.
+        answer_tokens: The max_tokens of a generation call.
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Domain
+
+        game24 = veriloop.domain("game24")
+        assert isinstance(game24, Domain)
+        instance = game24.parse_instance({"instance": "1 1 4 6"})
+        assert game24.verify(instance, "Answer: 6 * 4 * 1 * 1").ok
+        print(game24.verify(instance, "Answer: (1 + 1) * (4 + 6)").errors[-1].message)  # ... evaluates to 20, not 24.
+        assert isinstance(veriloop.Task.from_records([{"q": "2+2"}], prompt="Compute {q}."), Domain)
+        ```
     """
 
     name: str
@@ -94,10 +121,41 @@ class Domain(Protocol):
 
 
 class BaseDomain(Domain):
-    """The domain contract: every hook veriloop calls on a domain. Subclasses set `name`
-    (and usually `description` and `answer_tokens`) and write `load_instances`, `prompt`
-    and `verify`; every other hook has a default that suits a domain with nothing
-    special to say about it."""
+    """The domain contract: every hook veriloop calls on a domain, as an abstract base class.
+
+    A subclass sets `name` (and usually `description` and `answer_tokens`) and writes
+    `load_instances`, `prompt` and `verify`; every other hook (`parse_instance`,
+    `extract_answer`, `canonical`, `score`, `feedback`, `judge_task`, ...) has a default
+    that suits a domain with nothing special to say about it, and may be overridden.
+
+    Attributes:
+        name: The domain's name, as records and tables show it.
+        description: One line saying what the task is (default: empty).
+        answer_tokens: The max_tokens of a generation call (default: 512).
+
+    Examples:
+        ```python
+        from veriloop import BaseDomain, Instance, Verdict, VerdictError
+
+        class Even(BaseDomain):
+            name = "even"
+
+            def load_instances(self, source, n=None, offset=0):
+                return [Instance(id=str(i), data={"below": 5 * i}) for i in range(1, 4)][offset:][:n]
+
+            def prompt(self, instance):
+                return [{"role": "user", "content": f"Name an even number below {instance.data['below']}."}]
+
+            def verify(self, instance, text):
+                ok = int(text) % 2 == 0 and int(text) < instance.data["below"]
+                return Verdict(ok=ok, errors=[] if ok else [VerdictError(kind="range", message=f"{text} is too big")])
+
+        domain = Even()
+        first, second = domain.load_instances(None, n=2)
+        assert domain.score(second, " 8 ") and not domain.score(first, "8")  # the default score: verify accepts it
+        print(domain.feedback(first, domain.verify(first, "8"), "first"))  # the default backprompt
+        ```
+    """
 
     description: str = ""
     answer_tokens: int = 512

@@ -53,14 +53,31 @@ class _Strict(BaseModel):
 
 
 class Prices(_Strict):
-    """US dollars per million tokens."""
+    """US dollars per million tokens.
+
+    Attributes:
+        prompt: The price of a million prompt tokens, in US dollars (at least 0; default
+            0: free).
+        completion: The price of a million completion tokens, in US dollars (at least 0;
+            default 0: free).
+    """
 
     prompt: float = Field(0.0, ge=0)
     completion: float = Field(0.0, ge=0)
 
 
 class Roles(_Strict):
-    """Which model (a name under [models]) plays each role; unset: the generator itself."""
+    """Which model (a name under [models]) plays each role; unset: the generator itself.
+
+    Attributes:
+        verifier_model: The model that answers verification calls: an LLM verifier's
+            judgements (`verifier=llm`), CRITIC's critiques with their tool calls, and the
+            tests the `generated` code verifier writes (default None: the generator).
+        critic_model: The model that writes the free-text critique of `feedback=llm`
+            (default None: the generator).
+        checker_model: The model that runs SelfCheck's step-by-step checks (default None:
+            the generator).
+    """
 
     verifier_model: str | None = None
     critic_model: str | None = None
@@ -73,7 +90,60 @@ class Roles(_Strict):
 class ModelEntry(ModelSettings, Roles):
     """One model: its settings (models.settings.ModelSettings: its id as on the command
     line, how to reach and run it), the variable holding its API key, whether its calls
-    are cached, its price, and roles overriding [roles] in the cells where it generates."""
+    are cached, its price, and roles overriding [roles] in the cells where it generates.
+
+    Attributes:
+        verifier_model: The model (a name under `models`) that answers verification calls
+            in the cells where this model generates, in place of `roles.verifier_model`
+            (default None: the one `[roles]` gives, else the generator).
+        critic_model: The model that writes the `feedback=llm` critique in the cells where
+            this model generates, in place of `roles.critic_model` (default None: the one
+            `[roles]` gives, else the generator).
+        checker_model: The model that runs SelfCheck's checks in the cells where this
+            model generates, in place of `roles.checker_model` (default None: the one
+            `[roles]` gives, else the generator).
+        id: The model, as `--model` takes it: a pack name, a path to a GGUF file (either
+            one may follow `llamacpp/`), or `openai/MODEL` for an OpenAI-compatible
+            server; anything else is refused. None only for a model passed from Python
+            (`eval_experiment(..., models={NAME: ...})`): loading an entry without an id
+            is an error.
+        base_url: The URL of the OpenAI-compatible server an `openai/` model is reached at
+            (default None: `$VERILOOP_BASE_URL`, else `$OPENAI_BASE_URL`). Records keep it
+            without its credentials.
+        deployment: A name for the server that the call cache uses in the model's
+            identity instead of its URL, so servers given the same name share cached
+            answers (not empty; default None: the URL). Server models only, like the next
+            four: a local model given one fails to load.
+        retry_budget: Seconds, counted from a request's first fault, during which a server
+            request is retried (at least 0; default None: 120).
+        stall_timeout: Seconds without a byte from the server after which an attempt is
+            abandoned as a fault (more than 0; default None: 60).
+        attempt_timeout: Seconds one attempt at a server may take in all, reply read (more
+            than 0; default None: 600).
+        max_reply_bytes: The largest reply, in bytes, a server may send; a larger one is a
+            fault (at least 1; default None: 8 MiB).
+        concurrency: How many trajectories may use the model at once, and for a server
+            how many requests it keeps in flight (at least 1; default None: the
+            experiment's `concurrency`, else the model's own preference, 8 for a server).
+            Where the experiment sets `concurrency`, that bounds each cell's trajectories.
+        context: A local (llama.cpp) model's context size, in tokens (at least 128;
+            default None: 4096).
+        threads: The threads a local (llama.cpp) model computes with (at least 1; default
+            None: `$VERILOOP_THREADS`, else the CPU count).
+        max_reply_tokens: The most tokens any one reply may have: a call asking for more
+            gets this many (at least 1; default None: `$VERILOOP_MAX_REPLY_TOKENS` for a
+            model loaded by its id, else no cap). A capped model is another model to the call cache and run directories.
+        api_key_env: The name of the environment variable that holds the server's API key,
+            never the key itself (default None: `$VERILOOP_API_KEY`, else
+            `$OPENAI_API_KEY`). A command's `--api-key` comes first; naming a variable that
+            is not set is an error when the model loads.
+        cache: Whether the model's calls go through the call cache, so a call asked again
+            is replayed instead of sent (default true); false: every call goes to the
+            backend and none is stored.
+        price: What the model's calls cost, in US dollars per million `prompt` and
+            `completion` tokens, charged to the `max_usd` budgets and the results' `usd`
+            (default: both 0, free).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -101,7 +171,28 @@ class ModelEntry(ModelSettings, Roles):
 
 
 class DomainEntry(_Strict):
-    """A built-in domain: its name, instances (data file, offset, n) and options."""
+    """A built-in domain: its name, instances (data file, offset, n) and options.
+
+    Attributes:
+        name: The domain: a name in `veriloop.DOMAINS` (built in, or from an installed
+            plugin) or of a template in the planning domain's templates folder; any other
+            name is refused.
+        label: The domain's name in the results, its cells' directories and
+            `include`/`exclude` rules (default None: `name`). No two domains or tasks may
+            share one, so a label lets one domain appear twice.
+        data: The data file or folder the instances are read from, a relative path read
+            below `data_root` (default None: the domain's own generated or built-in
+            instances; a domain that has none refuses to run).
+        offset: How many instances of the data to skip first (at least 0; default 0).
+        n: How many instances to take after `offset` (at least 1; default None: the
+            experiment's `n`).
+        options: Keyword options the domain is built with, as `--domain-option` gives them
+            (default: none); an option the domain does not take is an error when the
+            experiment is planned.
+        generate_if_missing: When true and the `data` path does not exist, run the
+            domain's own generated instances instead, from the first (`offset` ignored),
+            so a reproduction runs without its data set (default false).
+    """
 
     name: str
     label: str | None = None
@@ -129,7 +220,32 @@ class DomainEntry(_Strict):
 
 
 class TaskEntry(_Strict):
-    """Your own task: a JSONL file, a prompt template over its fields and a check."""
+    """Your own task: a JSONL file, a prompt template over its fields and a check.
+
+    Attributes:
+        file: The JSON-lines file of records, one JSON object per line (required); a
+            relative path is read below `data_root`.
+        prompt: The prompt template: text naming a record's fields in braces, plain names
+            only (`"Q: {question}"`); required.
+        check: The function that checks an answer, as `--check` takes it:
+            `module:function` or `python:path/to/file.py:function` (default None: no
+            check; the `sound` verifier then cannot judge the task, and the reference
+            field alone decides what is correct).
+        reference_field: The record field that holds the right answer, which accuracy
+            compares answers with: equal numbers, or equal text up to case and spacing
+            (default None: the check decides what is correct).
+        id_field: The record field that holds each record's id, unique in the file
+            (default None: the record's position, counted from 1).
+        label: The task's name in the results, its cells' directories and
+            `include`/`exclude` rules (default None: `task-` and the file's stem); no two
+            domains or tasks may share one.
+        offset: How many records to skip first (at least 0; default 0).
+        n: How many records to take after `offset` (at least 1; default None: the
+            experiment's `n`).
+        check_timeout: The seconds the check may take on one answer; one that takes longer
+            stops the run (a finite number above 0; default None: 60). Refused without a
+            `check`.
+    """
 
     file: str
     prompt: str
@@ -155,7 +271,16 @@ class TaskEntry(_Strict):
 
 
 class StrategyEntry(_Strict):
-    """A strategy spec as on the command line, with the label results show (default: the spec)."""
+    """A strategy spec as on the command line, with the label results show (default: the spec).
+
+    Attributes:
+        spec: The strategy as `-s` takes it, `NAME` or `NAME:key=value,...` (e.g.
+            `backprompt:max_rounds=3`); a spec that does not parse is refused. Options it
+            leaves unset take the experiment's `max_rounds` and `k`.
+        label: The strategy's name in the results, its cells' directories and
+            `include`/`exclude` rules (default None: the spec as written); no two
+            strategies may share one.
+    """
 
     spec: str
     label: str | None = None
@@ -179,7 +304,17 @@ class StrategyEntry(_Strict):
 class Budget(_Strict):
     """Caps on what is spent: model calls, tokens (prompt + completion) and dollars. Every
     call a cell's trajectories record counts, answered by the cache or not, so a budget
-    stops at the same place on every machine."""
+    stops at the same place on every machine.
+
+    Attributes:
+        max_calls: The most model calls, every sample drawn counting as one and every
+            role's calls counting (at least 0; default None: no cap).
+        max_tokens: The most tokens, prompt and completion together, those calls may use
+            (at least 0; default None: no cap).
+        max_usd: The most US dollars those calls may cost, each at the `price` of the
+            model that answered it (at least 0; default None: no cap). A model without a
+            price costs nothing.
+    """
 
     max_calls: int | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=0)
@@ -191,7 +326,19 @@ class Budget(_Strict):
 
 class Rule(_Strict):
     """Cells to add (include) or drop (exclude): every key given must match; a key left
-    out matches everything (in an include: adds the cell for each of its values)."""
+    out matches everything (in an include: adds the cell for each of its values).
+
+    Attributes:
+        model: A model's name under `models`, or a list of them (default None: any; in an
+            include, every generator). An include may name a model that only plays a role,
+            to make it generate.
+        domain: A domain or task as the results name it (its `label`, else the domain's
+            `name` or `task-` and the file's stem), or a list of them (default None: any).
+        strategy: A strategy's label or its spec as written, or a list of them (default
+            None: any).
+        seed: A seed, or a list of seeds (default None: any; in an include, every seed in
+            `seeds`). Not checked against `seeds`: an include may add another seed.
+    """
 
     model: str | list[str] | None = None
     domain: str | list[str] | None = None
@@ -204,7 +351,22 @@ class Rule(_Strict):
 
 
 class ToolsEntry(_Strict):
-    """Settings of the tools CRITIC's verifier calls (only the CRITIC domains use them)."""
+    """Settings of the tools CRITIC's verifier calls (only the CRITIC domains use them).
+
+    Attributes:
+        search_corpus: The local collection the search tool searches with BM25: a JSONL
+            file of `{"title", "text"}` records or a folder of `.txt` files (default None:
+            the corpus the domain takes from its data, if any). Comes before `search_url`.
+        search_url: The URL of an HTTP search engine (such as SearxNG) that the search
+            tool asks when there is no corpus (default None: `$VERILOOP_SEARCH_URL`; with
+            neither, there is no search tool).
+        toxicity: The toxicity tool's scorer: `offline` (a local classifier, the default)
+            or `perspective` (Google's Perspective API, its key in
+            `$PERSPECTIVE_API_KEY`); any other value is refused.
+        allow_unisolated: Whether the python tool may run programs without isolation
+            where its sandbox cannot be set up, with network access and the user's write
+            access (default false: it refuses to run them).
+    """
 
     search_corpus: str | None = None
     search_url: str | None = None
@@ -220,9 +382,83 @@ class ToolsEntry(_Strict):
 
 
 class Experiment(_Strict):
-    """The whole experiment. `generators` lists the models that generate (default: every
-    model not named by a role), `n`, `max_rounds` and `k` are the defaults for domains
-    and strategies that leave them unset."""
+    """The whole experiment: models x domains (or tasks) x strategies x seeds.
+
+    A pydantic model with the keys of an experiment file, which `veriloop eval FILE.toml`
+    reads. `load_experiment` reads one from a file, with errors that name the file's
+    line; `Experiment.model_validate(data)` builds one from a dict shaped like the file
+    (strategies may be given as bare specs); `cells()` lists the runs of the matrix. An
+    unknown key, a name no entry has, or a name that cannot name a directory is refused.
+
+    Attributes:
+        name: The experiment's name (required, not empty); `veriloop eval` writes to
+            `runs/eval-NAME` unless given `--out`.
+        description: What it is for (default: empty); `veriloop eval --list` shows its
+            first line.
+        models: The models by name (at least one): each one's settings (its `id`, as on
+            the command line, and how to reach and run it), the environment variable
+            holding its API key, whether its calls are cached, its price, and roles
+            overriding `roles` in the cells where it generates.
+        generators: The models that generate, by their names under `models` (default None:
+            every model not named by a role, in `[roles]` or in a model's own entry).
+        roles: Which model (a name under `models`) judges (`verifier_model`), critiques
+            (`critic_model`) or runs SelfCheck's checks (`checker_model`); an unset role
+            is the generator itself.
+        domains: Registered domains (built in or from plugins): each one's name, label,
+            data file, `offset`, `n` and options (default: none).
+        tasks: Your own tasks: each one's JSONL file, prompt template over its fields,
+            check, reference and id fields, label, `offset`, `n` and `check_timeout`
+            (default: none). An experiment needs at least one domain or task.
+        strategies: The strategies (at least one): specs as on the command line, or
+            entries with a `spec` and the `label` results show; no two may share a label.
+        seeds: The seeds of the matrix, one cell each, passed to the models' sampling
+            (at least one; default [0]).
+        n: The instances of a domain or task that leaves its own `n` unset (default 10).
+        max_rounds: The `max_rounds` of strategies that have the option and leave it unset
+            in their spec (at least 1; default 5).
+        k: The `k` of strategies that have the option and leave it unset in their spec
+            (at least 1; default 5).
+        concurrency: The most trajectories a cell runs at once, and the concurrency of
+            models without their own (at least 1; default None: as many as the cell's
+            generator prefers).
+        data_root: The directory relative `data` and `file` paths of domains and tasks
+            are read below (default None: where veriloop runs); absolute paths stay.
+        budget: Caps on the whole experiment's model calls, tokens and dollars (default:
+            none). Every call counts, answered by the cache or not, so a budget stops at
+            the same place on every machine; once a cap is reached no call starts, the
+            experiment stops and its report is not written.
+        cell_budget: The same caps on each cell on its own (default: none): a cell that
+            reaches one stops, and the next cell runs.
+        include: Rules adding cells after the `exclude` rules dropped theirs: every key a
+            rule gives must match, and a key it leaves out adds the cell for each of its
+            values (default: none).
+        exclude: Rules dropping cells from the matrix: every key a rule gives must match
+            (default: none).
+        tools: Settings of the tools CRITIC's verifier calls: the search corpus or URL,
+            the toxicity backend, and whether the python tool may run without
+            isolation. Only the CRITIC domains use them.
+        report: The name of a paper's own report (`self-verification`, `critic` or
+            `selfcheck`), whose tables are computed from the cells after they ran (default
+            None: none). An unknown name is refused.
+        report_options: Options passed to the `report`, checked against the ones it takes
+            (default: none); refused without a `report`.
+
+    Examples:
+        ```python
+        import veriloop
+
+        experiment = veriloop.Experiment.model_validate({
+            "name": "demo",
+            "models": {"small": {"id": "smollm2-135m"}, "judge": {"id": "openai/judge"}},
+            "roles": {"verifier_model": "judge"},
+            "domains": [{"name": "game24", "n": 3}],
+            "strategies": ["standard", "backprompt:verifier=llm"],
+            "seeds": [0, 1],
+        })
+        assert experiment.generator_names() == ["small"] and len(experiment.cells()) == 4
+        print(experiment.cells()[-1].title, experiment.cells()[-1].roles)
+        ```
+    """
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -467,9 +703,48 @@ Override = tuple[str, Any]
 
 
 def load_experiment(source: str | Path, sets: Sequence[str | Override] = ()) -> Experiment:
-    """The experiment in a TOML file, with overrides applied in order: `--set` items as
-    typed (`KEY=VALUE`) or (KEY, VALUE) pairs. Every error names the file, the line and
-    the key (or --set, for a key an override set)."""
+    """The experiment in a TOML file, with overrides applied in order.
+
+    Relative paths in the file (`data`, `file`, `check` files, `data_root`) are read from
+    the directory veriloop runs in, not the file's. To find a shipped experiment by name,
+    `veriloop.eval_experiment` takes its name too.
+
+    Args:
+        source: The TOML file's path.
+        sets: Overrides (default: none), as `--set` items typed `KEY=VALUE` (VALUE read
+            as TOML when it parses, e.g. `seeds=[0,1]`, else as text) or `(KEY, VALUE)`
+            pairs. KEY is a dotted key path; list items go by index (`domains.0.n=5`).
+
+    Returns:
+        The experiment, validated.
+
+    Raises:
+        VeriloopError: When the file does not exist, cannot be read, is not UTF-8 or not
+            valid TOML; when an override is malformed or sets a key inside a value; or
+            when the experiment is not valid. Each message names the file, the line and
+            the key (or `--set`, for a key an override set).
+
+    Examples:
+        ```python
+        from pathlib import Path
+
+        import veriloop
+
+        Path("demo.toml").write_text('''name = "demo"
+        strategies = ["standard", "backprompt:max_rounds=3"]
+        [models.small]
+        id = "smollm2-135m"
+        [[domains]]
+        name = "game24"
+        ''')
+        experiment = veriloop.load_experiment("demo.toml", ["n=3", ("seeds", [0, 1])])
+        assert (experiment.n, experiment.seeds, len(experiment.cells())) == (3, [0, 1], 4)
+        try:
+            veriloop.load_experiment("demo.toml", ["n=0"])
+        except veriloop.VeriloopError as error:
+            print(error)  # demo.toml, --set: n: Input should be greater than or equal to 1
+        ```
+    """
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")

@@ -92,8 +92,24 @@ def load_model(
 
 
 class VeriloopWarning(UserWarning):
-    """Something the user may want to know that does not stop the run (e.g. the call
-    cache is off for a model with no identity)."""
+    """Something the user may want to know that does not stop the run.
+
+    For example: the call cache is off for a model with no identity. It is a
+    `UserWarning`, so the `warnings` module's filters select it by this class.
+
+    Examples:
+        ```python
+        import warnings
+
+        import veriloop
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            veriloop.model(lambda messages: "8")  # no identity, so no call cache
+        assert [w.category for w in caught] == [veriloop.VeriloopWarning]
+        print(caught[0].message)
+        ```
+    """
 
 
 def is_model(obj: object) -> bool:

@@ -17,12 +17,39 @@ from ..records import Message, storable, storable_text
 
 @dataclass(frozen=True)
 class GenParams:
-    """Sampling parameters. Every field except `n` and `sample_offset` is part of a call's
-    identity; `sample_offset` says which samples of that identity are wanted, so k samples
-    of one prompt are k distinct cache entries (samples offset .. offset+n-1).
+    """Sampling parameters of one model call.
 
-    With a seed, sample i is drawn with seed + i, so it is the same sample however the
-    k samples are batched.
+    Every field except `n` and `sample_offset` is part of the call's identity (what
+    `identity()` returns, and the cache keys on); `sample_offset` says which samples of
+    that identity are wanted, so k samples of one prompt are k distinct cache entries
+    (samples offset .. offset+n-1). With a seed, sample i is drawn with seed + i
+    (`sample_seed`), so it is the same sample however the k samples are batched.
+    `with_(**changes)` returns a copy with some fields changed (the object is frozen).
+
+    Attributes:
+        n: How many samples the call asks for (at least 1).
+        temperature: Sampling temperature (0: greedy).
+        top_p: Nucleus sampling cut (1.0: none).
+        max_tokens: The most tokens a reply may have (at least 1).
+        stop: Strings that end a reply.
+        seed: The seed of the first sample, or None for none.
+        logprobs: Whether to return the log probabilities of the reply's tokens.
+        top_logprobs: How many alternatives to return with each token's log probability.
+        sample_offset: The index of the first sample wanted.
+
+    Raises:
+        ValueError: When `n` or `max_tokens` is below 1.
+
+    Examples:
+        ```python
+        from veriloop import GenParams
+
+        params = GenParams(n=3, temperature=1.0, seed=10)
+        assert [params.sample_seed(i) for i in range(3)] == [10, 11, 12]
+        third = params.with_(n=1, sample_offset=2)
+        assert third.sample_seed(0) == 12
+        assert third.identity() == params.identity()  # the same call; another sample of it
+        ```
     """
 
     n: int = 1
@@ -67,6 +94,42 @@ class TokenLogprob:
 
 @dataclass
 class Completion:
+    """One reply of a model, with what it cost.
+
+    A model function may return one instead of the bare text, to report token counts.
+    Building it makes the text storable: each lone surrogate in `text` and in the logprob
+    tokens becomes U+FFFD, and is counted in `surrogates_replaced`. `to_json` and
+    `from_json` turn it into a JSON-ready dict and back (as the call cache stores it).
+
+    Attributes:
+        text: The reply text.
+        finish_reason: Why the model stopped (e.g. "stop", "length").
+        prompt_tokens: Tokens of the prompt (0 when unknown).
+        completion_tokens: Tokens of the reply (0 when unknown).
+        logprobs: The log probability of each token of the reply, when asked for.
+        seconds: How long the call took.
+        cached: Whether the reply was replayed from the call cache.
+        surrogates_replaced: How many lone surrogates were replaced in the text and logprob
+            tokens (0: the text is as the model gave it).
+
+    Raises:
+        VeriloopError: When `text` is not a str.
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Completion
+
+        def llm(messages):
+            return Completion(text="8", finish_reason="stop", prompt_tokens=5, completion_tokens=1)
+
+        result = veriloop.correct(llm, "Name an even number.", lambda prompt, answer: answer == "8", cache=False)
+        assert (result.answer, result.tokens) == ("8", 6)
+        assert Completion.from_json(Completion(text="8", finish_reason="stop", prompt_tokens=5,
+                                               completion_tokens=1).to_json()).text == "8"
+        ```
+    """
+
     text: str
     finish_reason: str
     prompt_tokens: int
@@ -104,8 +167,42 @@ class Completion:
 
 @runtime_checkable
 class Model(Protocol):
-    """A chat model. `identity` names the exact weights (file hash or server model name)
-    and keys the cache; `backend` names the implementation."""
+    """A chat model: what every backend, and any object you pass as a model, provides.
+
+    An implementation has four attributes and two async methods: `generate(messages,
+    params)` returns exactly `params.n` completions of the chat `messages`, and `aclose()`
+    releases what the model holds. A plain function is easier still: `veriloop.model(fn)`
+    wraps it (see `FunctionModel`).
+
+    Attributes:
+        backend: The name of the implementation (e.g. "llamacpp", "openai", "function").
+        identity: The exact weights (a file hash or a server model name); the call cache
+            keys on it.
+        name: The label of the model in records.
+        preferred_concurrency: How many trajectories may use the model at once with
+            profit: 1 for a single in-process model (interleaving would also destroy its
+            prompt-prefix reuse), more for servers.
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Completion, Model
+
+        class Eight:
+            backend, identity, name, preferred_concurrency = "mine", "eight-v1", "eight", 1
+
+            async def generate(self, messages, params):
+                return [Completion(text="8", finish_reason="stop", prompt_tokens=0, completion_tokens=1)
+                        for _ in range(params.n)]
+
+            async def aclose(self):
+                pass
+
+        assert isinstance(Eight(), Model)
+        result = veriloop.correct(Eight(), "Name an even number.", lambda prompt, answer: answer == "8", cache=False)
+        assert result.answer == "8" and result.trajectory.model == "eight"
+        ```
+    """
 
     backend: str
     identity: str

@@ -40,9 +40,35 @@ def call_key(backend: str, identity: str, messages: list[Message], params: GenPa
 
 
 class CallCache:
-    """A SQLite file of completions keyed by call (see `call_key`) and sample index; safe
-    to share between runs. Writes go through one writer thread (group commit); `get`
-    reads on its own connection and sees every put that has returned."""
+    """A SQLite file of completions keyed by call (see `call_key`) and sample index.
+
+    It is safe to share between runs: give one to `veriloop.model(..., cache=...)` to
+    have several models (or runs) use it. Writes go through one writer thread (group
+    commit): `aput` (or `put`, without an event loop) returns once the rows are committed.
+    `get` reads on its own connection and sees every put that has returned. `close` (or
+    `aclose`) waits for the pending commits and closes the file.
+
+    Args:
+        path: The SQLite file; it and its folder are created when missing.
+
+    Examples:
+        ```python
+        from pathlib import Path
+        import veriloop
+        from veriloop import CallCache
+
+        cache = CallCache(Path("calls.sqlite"))
+        asked = []
+        def llm(messages):
+            asked.append(messages)
+            return "8"
+        for _ in range(2):  # the second run replays the first one's answer
+            model = veriloop.model(llm, identity="eight-v1", cache=cache)
+            result = veriloop.correct(model, "Name an even number.", lambda prompt, answer: answer == "8")
+        assert (len(asked), result.cached_calls) == (1, 1)
+        cache.close()
+        ```
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +152,37 @@ class CacheStats:
 
 
 class CachedModel:
-    """A Model that answers from the cache and asks the wrapped backend only for misses."""
+    """A Model that answers from the cache and asks the wrapped backend only for misses.
+
+    It has the wrapped model's backend, identity, name and preferred concurrency; replies
+    replayed from the cache are marked `cached`. `stats` counts the samples the backend
+    generated (`backend_calls`) and those replayed (`hits`). `veriloop.model` builds one
+    for any model with an identity, unless asked for no cache.
+
+    Args:
+        inner: The model to ask for the samples the cache lacks.
+        cache: The call cache to read and fill.
+        owns_cache: Whether closing this model also closes the cache; False when the cache
+            is shared and closed by its owner.
+
+    Examples:
+        ```python
+        import asyncio
+        from pathlib import Path
+        from veriloop import CachedModel, CallCache, FunctionModel, GenParams
+
+        model = CachedModel(FunctionModel(lambda messages: "8", identity="eight-v1"), CallCache(Path("calls.sqlite")))
+        messages = [{"role": "user", "content": "Name an even number."}]
+
+        async def twice():
+            first, again = await model.generate(messages, GenParams()), await model.generate(messages, GenParams())
+            await model.aclose()
+            return first[0], again[0]
+
+        first, again = asyncio.run(twice())
+        assert (first.cached, again.cached, model.stats.backend_calls, model.stats.hits) == (False, True, 1, 1)
+        ```
+    """
 
     def __init__(self, inner: Model, cache: CallCache, owns_cache: bool = True) -> None:
         self.inner = inner

@@ -24,11 +24,38 @@ from .base import Completion, GenParams
 
 
 class FunctionModel:
-    """A Model around `fn(messages) -> str` (or `fn(messages, params)`, sync or async).
+    """A Model around a function `fn(messages) -> str` (or `fn(messages, params)`), sync or async.
 
-    `name` labels the model in records; `identity`, when given, keys the call cache;
-    `concurrency` is how many trajectories may call it at once (sync functions run on
-    worker threads, so more than 1 needs a thread-safe function)."""
+    `veriloop.model(fn)` builds one, and adds the call cache when it has an identity.
+    Each of the n samples of a call is one call of `fn`. The function returns the reply
+    text, or a `Completion` to report token counts; an exception it raises becomes a
+    `VeriloopError` naming the model (a `VeriloopError` passes as it is), and so does a
+    reply of any other type.
+
+    Args:
+        fn: The function: takes the chat messages (and the `GenParams`, if it takes a
+            second argument) and returns the reply text or a `Completion`.
+        name: The label of the model in records (default: the function's name).
+        identity: A name for exactly what answers (the model and its settings); when given,
+            it keys the call cache. Without it, calls are not cached.
+        concurrency: How many trajectories may call it at once. Sync functions run on
+            worker threads, so more than 1 needs a thread-safe function.
+
+    Raises:
+        VeriloopError: When `fn` is not callable or `concurrency` is below 1.
+
+    Examples:
+        ```python
+        import asyncio
+        from veriloop import FunctionModel, GenParams
+
+        model = FunctionModel(lambda messages, params: f"8 (t={params.temperature})", identity="eight-v1")
+        messages = [{"role": "user", "content": "Name an even number."}]
+        completions = asyncio.run(model.generate(messages, GenParams(n=2, temperature=1.0)))
+        assert [c.text for c in completions] == ["8 (t=1.0)", "8 (t=1.0)"]
+        assert (model.backend, model.name, model.preferred_concurrency) == ("function", "<lambda>", 1)
+        ```
+    """
 
     backend = "function"
 

@@ -33,13 +33,55 @@ def _strategy_class(name: str, given: Any) -> type[Strategy]:
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("strategy", "veriloop.strategies", adapt=_strategy_class)
+"""The strategies by name: each name maps to its Strategy class.
+
+It holds the built-in strategies and those of installed plugins (entry points in the
+group `veriloop.strategies`, each a Strategy subclass whose `kind` is the entry point's
+name). `veriloop.strategy(spec)` builds a strategy from its name and options.
+
+Examples:
+    ```python
+    from veriloop import STRATEGIES
+
+    print(list(STRATEGIES))  # standard, backprompt, sampling, ...
+    backprompt = STRATEGIES["backprompt"]
+    print(backprompt.summary)
+    assert backprompt(max_rounds=3).canonical.startswith("backprompt:")
+    ```
+"""
 for _cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN):
     STRATEGIES.register(_cls.kind, _cls)
 
 
 def parse_strategy(spec: str | Strategy, defaults: dict[str, object] | None = None) -> Strategy:
-    """Build a strategy from its spec. `defaults` (from --max-rounds, --k) fill options the
-    strategy has and the spec leaves unset. A Strategy object is returned as it is."""
+    """Build a strategy from its spec.
+
+    A spec is `NAME` or `NAME:key=value,key=value` (e.g. `backprompt:max_rounds=3`), as
+    on the command line; a dash in a key is read as an underscore.
+
+    Args:
+        spec: The spec, or a Strategy object, which is returned as it is.
+        defaults: Option values (e.g. from --max-rounds, --k) for the options that the
+            strategy has and the spec leaves unset; None values are ignored.
+
+    Returns:
+        The strategy.
+
+    Raises:
+        VeriloopError: When the name is unknown, an option is not written as key=value,
+            or an option is unknown or has a wrong value.
+
+    Examples:
+        ```python
+        import veriloop
+
+        backprompt = veriloop.strategy("backprompt:max_rounds=3,feedback=all")
+        print(backprompt.canonical)  # backprompt:feedback=all,max_rounds=3,temperature=0,verifier=sound
+        sampling = veriloop.strategy("sampling", {"k": 4, "max_rounds": 9})  # sampling has k, not max_rounds
+        assert (sampling.kind, sampling.k) == ("sampling", 4)
+        assert veriloop.strategy(sampling) is sampling
+        ```
+    """
     if isinstance(spec, Strategy):
         return spec
     name, _, rest = spec.strip().partition(":")

@@ -53,8 +53,42 @@ FeedbackLevel = Annotated[str, AfterValidator(check_level)]
 
 
 class Strategy(BaseModel):
-    """A control loop over an Episode. Subclasses declare typed options (pydantic fields),
-    a registry `kind`, a one-line `summary` (shown by `run --help`) and `run`."""
+    """A control loop over an Episode: how answers are asked for, checked and corrected.
+
+    A subclass provides its typed options as pydantic fields (with defaults), the class
+    variables `kind` (its registry name) and `summary` (one line, shown by `run --help`),
+    and `async run(episode)`, which makes the calls, records the rounds and finishes the
+    episode. It may also override `calls_per_instance` (the most model calls it makes on
+    one instance, for `eval --dry-run`) and `check_domain` (refuse a domain before any
+    model loads). A strategy is frozen; its `canonical` name lists every option set, and
+    is both its label in tables and the key its trajectories resume under. The built-in
+    ones are in `veriloop.STRATEGIES`; `veriloop.strategy(spec)` builds one from a spec.
+
+    Raises:
+        VeriloopError: When an option is unknown or has a wrong value (one line naming the
+            strategy, the option and what it takes).
+
+    Examples:
+        ```python
+        import veriloop
+        from veriloop import Strategy
+
+        class Once(Strategy):
+            kind = "once"
+            summary = "one answer to the base prompt"
+            temperature: float = 0.0
+
+            async def run(self, episode):
+                params = episode.params(temperature=self.temperature)
+                text = await episode.call_one("generate", episode.domain.prompt(episode.instance), params, round=1)
+                episode.add_round(1, text)
+                episode.finish(text, "single_answer")
+
+        result = veriloop.correct(lambda messages: "8", "Name an even number.", strategy=Once(), cache=False)
+        assert (result.answer, result.stop_reason) == ("8", "single_answer")
+        assert Once(temperature=0.5).canonical == "once:temperature=0.5"
+        ```
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 

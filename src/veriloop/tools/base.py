@@ -25,9 +25,32 @@ from ..records import storable, storable_text
 
 
 class Observation(BaseModel):
-    """What one tool call gave back. `text` is what the model reads; `data` holds the
-    structured result (e.g. {"answer": "42"} from python, {"toxicity": 0.8,
-    "attribute": "insult"} from the toxicity scorer) for metrics and stop rules."""
+    """What one tool call gave back.
+
+    A tool's own failures (a crash, a timeout, a refused input) are observations too, with
+    `ok` False, so a loop that calls tools never ends because of one. The text fields and
+    `data` are made storable when the observation is built (lone surrogates replaced by
+    U+FFFD).
+
+    Attributes:
+        tool: The name of the tool called.
+        input: The input it was given.
+        text: What the model reads.
+        ok: Whether the call succeeded.
+        data: The structured result, for metrics and stop rules (e.g. {"answer": "42"} from
+            python, {"toxicity": 0.8, "attribute": "insult"} from the toxicity scorer).
+        seconds: How long the call took.
+        cached: Whether the result was replayed from the tool cache.
+
+    Examples:
+        ```python
+        from veriloop import Observation
+
+        seen = Observation(tool="calculator", input="17 * 3", text="51", data={"value": "51"})
+        assert seen.ok and not seen.cached
+        print(seen.model_dump_json())
+        ```
+    """
 
     tool: str
     input: str
@@ -47,7 +70,39 @@ class Observation(BaseModel):
 
 @runtime_checkable
 class Tool(Protocol):
-    """A text-to-text function the model may call (by `name`) inside a loop."""
+    """A text-to-text function the model may call (by `name`) inside a loop.
+
+    An implementation has the three attributes below and two methods: `run(tool_input)`,
+    which is blocking (called from a worker thread) and returns an `Observation` (it
+    must not raise for bad input: it returns one with ok=False), and `identity()`, which
+    says what besides the input decides the result (corpus hash, limits, backend) and is
+    part of the cache key. A `Toolbox` holds the tools one loop may use.
+
+    Attributes:
+        name: The name the model calls the tool by.
+        description: One or two sentences the model sees: what the tool does and what
+            its input must be.
+        deterministic: Whether equal inputs always give equal observations; then results
+            are cached, which makes runs reproducible and re-runs free.
+
+    Examples:
+        ```python
+        import asyncio
+        from veriloop import Observation, Tool, Toolbox
+
+        class Upper:
+            name, description, deterministic = "upper", "Upper-cases its input.", True
+
+            def run(self, tool_input):
+                return Observation(tool=self.name, input=tool_input, text=tool_input.upper())
+
+            def identity(self):
+                return "upper-v1"
+
+        assert isinstance(Upper(), Tool)
+        assert asyncio.run(Toolbox([Upper()]).call("upper", "hello")).text == "HELLO"
+        ```
+    """
 
     name: str
     description: str  # one or two sentences: what it does and what its input must be
@@ -108,9 +163,33 @@ class ToolCache:
 
 
 class Toolbox:
-    """The tools one loop may use, by name. `call` is the single door: unknown names,
-    exceptions and hangs become failed observations; successful deterministic results
-    are cached (failures are not, so a transient failure is retried next run)."""
+    """The tools one loop may use, by name.
+
+    `await call(name, tool_input)` is the single door: unknown names, exceptions and
+    hangs become failed observations; successful results of deterministic tools are
+    cached (failures are not, so a transient failure is retried next run). `names`
+    lists the tools, `describe()` words them for a prompt, and `subset(names)` keeps
+    some of them with the same cache.
+
+    Args:
+        tools: The tools; each is known by its `name`.
+        cache: The cache of deterministic tools' results, or None for no cache.
+        timeout: Seconds a call may take before it becomes a failed observation.
+
+    Examples:
+        ```python
+        import asyncio
+        from veriloop import Toolbox
+        from veriloop.tools.calculator import Calculator
+
+        box = Toolbox([Calculator()])
+        print(box.names, box.describe())
+        found = asyncio.run(box.call("calculator", "17 * 3"))
+        missing = asyncio.run(box.call("search", "capital of France"))
+        assert (found.text, found.ok, missing.ok) == ("51", True, False)
+        print(missing.text)  # There is no tool called 'search'. Available tools: calculator.
+        ```
+    """
 
     def __init__(self, tools: list[Tool], cache: ToolCache | None = None, timeout: float = 120.0) -> None:
         self.tools = {t.name: t for t in tools}

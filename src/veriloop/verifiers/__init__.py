@@ -62,6 +62,23 @@ def _verifier_factory(name: str, given: Any) -> VerifierFactory:
 
 
 VERIFIERS: Registry[VerifierFactory] = Registry("verifier", "veriloop.verifiers", adapt=_verifier_factory)
+"""The verifiers by name: each name maps to a factory that builds the verifier.
+
+It holds the built-in verifiers ("sound" runs the domain's own check, "llm" asks the
+model to judge, ...) and those of installed plugins (entry points in the group
+`veriloop.verifiers`). `veriloop.verifier(name)` builds one from its name, with a
+threshold for those that take one (`selfcheck@0.8`).
+
+Examples:
+    ```python
+    from veriloop import VERIFIERS
+
+    print(list(VERIFIERS))  # sound, llm, llm-cot, critic, ...
+    judge = VERIFIERS["llm-cot"]()
+    assert judge.name == "llm-cot"
+    print(VERIFIERS.source("llm"))  # veriloop: a built-in
+    ```
+"""
 VERIFIERS.register("sound", SoundVerifier)
 VERIFIERS.register("llm", LLMJudge)
 VERIFIERS.register("llm-cot", lambda: LLMJudge(cot=True))
@@ -78,8 +95,33 @@ THRESHOLDED = ("selfcheck", "global-check")
 
 
 def get_verifier(name: str | Verifier) -> Verifier:
-    """The verifier a name stands for (`selfcheck@0.8` sets a threshold); a verifier
-    object is returned as it is."""
+    """The verifier a name stands for.
+
+    A name may end in `@T` to set the threshold of a verifier that accepts above a
+    confidence (`selfcheck@0.8`; see THRESHOLDED).
+
+    Args:
+        name: A verifier name from `veriloop.VERIFIERS`, or a verifier object, which is
+            returned as it is.
+
+    Returns:
+        The verifier, newly built.
+
+    Raises:
+        VeriloopError: When the name is unknown, when it sets a threshold on a verifier
+            that takes none, or when the threshold is not a number between 0 and 1.
+
+    Examples:
+        ```python
+        import veriloop
+
+        judge = veriloop.verifier("llm")
+        assert judge.name == "llm"
+        selfcheck = veriloop.verifier("selfcheck@0.8")
+        assert (selfcheck.name, selfcheck.threshold) == ("selfcheck", 0.8)
+        assert veriloop.verifier(judge) is judge
+        ```
+    """
     if not isinstance(name, str):
         return name
     base, at, threshold = name.partition("@")
