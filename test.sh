@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --browser --ray smollm2-135m
-echo "ruff check:" && .venv/bin/ruff check --quiet src tests bench && echo "  clean"
+echo "ruff check:" && .venv/bin/ruff check --quiet src tests bench docs && echo "  clean"
 echo "mypy:" && .venv/bin/mypy --no-error-summary && echo "  clean"
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q "$@"

@@ -49,6 +49,16 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def chromium() -> Path:
+    """The system Chromium (Debian's package, which `scripts/setup.sh --browser` installs;
+    VERILOOP_CHROMIUM names another) that the browser tests drive through Playwright."""
+    path = Path(os.environ.get("VERILOOP_CHROMIUM", "/usr/bin/chromium"))
+    if not path.is_file():
+        pytest.fail(f"no Chromium at {path}: run scripts/setup.sh --browser (./test.sh does), or set VERILOOP_CHROMIUM")
+    return path
+
+
+@pytest.fixture(scope="session")
 def smollm2_path() -> Path:
     """The real SmolLM2-135M pack; `./test.sh` installs it before the suite runs."""
     from veriloop.models.packs import verified_pack_path

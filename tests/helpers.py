@@ -16,6 +16,8 @@ import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import yaml  # mkdocs' own dependency: the site's navigation
+
 from veriloop.records import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +28,28 @@ TEST_REPLY_TOKENS = 32
 """The papers' data files beside the project (the `shared_data` fixture skips without them)."""
 TEST_DATA = Path(__file__).resolve().parent / "data"
 """tests/data: small files of our own (Logistics PDDL, a MathQA sample)."""
+DOCS = ROOT / "docs"
+"""The documentation site's pages (mkdocs.yml at the root builds them)."""
+
+
+def doc_pages() -> list[Path]:
+    """The README, then every page of the site's navigation in its order (the order the
+    examples build on one another: a page may use what an earlier one wrote)."""
+    def walk(entries: list[object]) -> list[str]:
+        found: list[str] = []
+        for entry in entries:
+            if isinstance(entry, dict):
+                for value in entry.values():
+                    found += walk(value) if isinstance(value, list) else [value]
+            elif isinstance(entry, str):
+                found.append(entry)
+        return found
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    # index.md is the README itself, copied in at build time (docs/gen_pages.py); the
+    # reference pages made at build time have no file here.
+    pages = [DOCS / name for name in walk(nav) if name != "index.md"]
+    return [ROOT / "README.md", *(page for page in pages if page.is_file())]
 
 
 def command_environ(home: Path | None = None, columns: str | None = "200", env: Mapping[str, str] | None = None,

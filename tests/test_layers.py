@@ -198,13 +198,13 @@ def test_the_cluster_sees_the_experiment_through_the_executor_seam_only() -> Non
     assert wrong == []
 
 
-README = SRC.parents[1] / "README.md"
+DESIGN = SRC.parents[1] / "docs" / "design" / "index.md"
 
 
 def readme_layers() -> list[list[str]]:
-    """The rows of the layer picture that opens the README's Design section, top row
-    first: each a list of top-level modules (`api.py`) and packages (`cli/`)."""
-    design = README.read_text(encoding="utf-8").split("\n## Design\n", 1)[1]
+    """The rows of the layer picture that opens the design page, top row first: each a
+    list of top-level modules (`api.py`) and packages (`cli/`)."""
+    design = DESIGN.read_text(encoding="utf-8")
     block = design.split("```\n", 2)[1]
     rows = []
     for line in block.splitlines():

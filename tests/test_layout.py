@@ -2,8 +2,10 @@
 module imports another.
 
 - A test file lives in the folder of the package it tests (tests/domains/planning/ for
-  src/veriloop/domains/planning/), in tests/e2e/ when it runs the whole system, or in
-  tests/ itself when it tests a top-level module (test_api.py for veriloop/api.py).
+  src/veriloop/domains/planning/), in tests/e2e/ when it runs the whole system, in
+  tests/docs/ when it tests the documentation (the README, docs/, the site and the
+  docstrings it is generated from), or in tests/ itself when it tests a top-level module
+  (test_api.py for veriloop/api.py).
 - What tests share lives in plain helper modules in tests/ (on pytest's `pythonpath`) and
   in conftest.py files; a test module never imports a test module or a conftest.
 - Test file names are unique across folders and no folder has an __init__.py: pytest's
@@ -20,7 +22,7 @@ from helpers import ROOT
 
 TESTS = ROOT / "tests"
 PACKAGE = ROOT / "src" / "veriloop"
-WHOLE_SYSTEM = "e2e"
+OUTSIDE_THE_PACKAGE = {"e2e", "docs"}  # the whole system; the documentation
 # Tests of the tests themselves, or of the package as a whole (its import layers): no
 # module of the package to sit beside.
 ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py"}
@@ -62,7 +64,7 @@ def test_every_test_file_sits_beside_what_it_tests():
             module = path.name.removeprefix("test_")
             placed = path.name in ABOUT_THE_TESTS or (PACKAGE / module).is_file()
         else:
-            placed = folder == Path(WHOLE_SYSTEM) or (PACKAGE / folder / "__init__.py").is_file()
+            placed = str(folder) in OUTSIDE_THE_PACKAGE or (PACKAGE / folder / "__init__.py").is_file()
         if not placed:
             misplaced.append(str(path.relative_to(TESTS)))
     assert misplaced == []

@@ -2,7 +2,8 @@
 generated API reference (mkdocstrings) read, and its example runs.
 
 What each kind of name must have:
-- a function: `Args:` naming every parameter of its signature (and nothing else),
+- a function: `Args:` (and `Keyword Args:` for keyword-only ones) naming every parameter of
+  its signature and nothing else,
   `Returns:` unless it returns None, `Raises:`, and `Examples:`;
 - a class: every constructor parameter under `Args:` or `Attributes:` (a pydantic model's
   fields, a dataclass's fields), and `Examples:`;
@@ -93,7 +94,8 @@ def test_a_public_name_documents_what_it_takes_gives_and_raises(name: str) -> No
     kind = kind_of(value)
     if kind == "function":
         params = signature_parameters(value)
-        assert named_in(found, "parameters") == params, f"veriloop.{name}: Args must name exactly {sorted(params)}"
+        named = named_in(found, "parameters", "other_parameters")  # Args: and Keyword Args:
+        assert named == params, f"veriloop.{name}: Args must name exactly {sorted(params)}"
         returns = inspect.signature(value).return_annotation
         if returns not in (None, "None"):
             assert found.get("returns"), f"veriloop.{name}: no Returns section"

@@ -1,13 +1,16 @@
-"""Every shell command of the README runs as written, in order, and does what the README
-says it does (its exit status, what it prints, what it writes).
+"""Every shell command of the README and of the documentation pages runs as written, in
+the order a reader meets them (the README, then the site's navigation), and does what the
+page says it does (its exit status, what it prints, what it writes).
 
 The only changes to a command: the model becomes SmolLM2-135M (the test server's model for
 `openai/...`), sizes shrink through options appended at its end (click keeps the last value
 of a repeated option; a size inside a strategy spec, which no option reaches, is swapped),
 and it runs in a temporary directory beside a link to the shared data, so `../shared/data`
-means what the README says and every output lands there. EXAMPLES holds those changes and
+means what the page says and every output lands there. EXAMPLES holds those changes and
 the expectations, one entry per command: a command without an entry fails the test, so a
-new example cannot go in untested. The README's Python blocks run in test_readme_python.py.
+new example cannot go in untested. A command that cannot run here says why in the page, in
+a comment starting `not run here:`, and is counted. The pages' Python blocks run in
+test_doc_python.py.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SHARED_DATA
+from helpers import DOCS, ROOT, SHARED_DATA, doc_pages
 from servers import ALIAS, SECRET
 
 from veriloop.models.packs import PACKS
 from veriloop.paths import models_dir
 
 README = ROOT / "README.md"
+NOT_RUN = "not run here:"  # a command's comment that says why it cannot run in the suite
+README_LIMIT = 8 * 1024  # bytes: the README points into the docs, it does not hold them
 SMALL = "smollm2-135m"
 FIRST_SCREEN = 25  # lines a new user sees before scrolling
 
@@ -94,8 +99,22 @@ def shell_commands(block: str) -> list[Command]:
     return found
 
 
-def readme_commands() -> list[Command]:
-    return [c for lang, body in fenced_blocks(README.read_text()) if lang == "bash" for c in shell_commands(body)]
+def page_blocks() -> list[tuple[Path, str, str]]:
+    """(page, language, body) of every fenced block of the README and the docs, in reading order."""
+    return [(page, lang, body) for page in doc_pages() for lang, body in fenced_blocks(page.read_text())]
+
+
+def doc_commands() -> list[Command]:
+    """Every shell command, once: a command shown on two pages runs the first time."""
+    found: list[Command] = []
+    for _, lang, body in page_blocks():
+        found += [c for c in shell_commands(body) if lang == "bash" and c not in found]
+    return found
+
+
+def not_run(command: Command) -> str:
+    """The reason a page gives for not running a command here ('' when it runs)."""
+    return command.comment.split(NOT_RUN, 1)[1].strip() if NOT_RUN in command.comment else ""
 
 
 def exit_codes_said(comment: str) -> set[int]:
@@ -186,6 +205,8 @@ EXAMPLES: dict[str, Example] = {
     "./run.sh": Example(add=f"{RUN} --out {{work}}/main-job", writes=("main-job/trajectories.jsonl",),
                         check=summary("main-job", *MAIN_JOB)),
     "./test.sh": Example(skip="it is the test suite itself, this test included"),
+    # The documentation site, built where the test works (test_site.py checks what it holds).
+    "mkdocs build --strict": Example(add="--site-dir {work}/site", writes=("site/index.html", "site/reference/api.html")),
     # Bring your own generations.
     "cat > my_answers.jsonl": Example(writes=("my_answers.jsonl",)),
     "import my_answers.jsonl": Example(prints=("4 of 4 recorded lines imported; 1 reply not readable as an answer",),
@@ -295,9 +316,9 @@ EXAMPLES: dict[str, Example] = {
     "eval humaneval --set n=10 --dry-run": Example(prints=("7 cells, 70 trajectories to run: at most 450 calls",)),
     # Write a plugin: installing it here would change the environment every other test runs in, so
     # test_plugin_install.py installs the example into a folder of its own and runs the command there.
-    "pip install examples/veriloop-example-plugin": Example(skip="tests/e2e/test_plugin_install.py installs it apart"),
+    "pip install examples/veriloop-example-plugin": Example(),
     "veriloop plugins": Example(prints=("domains (plugins: entry points in veriloop.domains)", "model packs")),
-    "--domain subset-sum": Example(skip="needs the example plugin: tests/e2e/test_plugin_install.py runs it"),
+    "--domain subset-sum": Example(),
     # Your own task.
     "cat > arith.jsonl": Example(writes=("arith.jsonl",)),
     "cat > checks.py": Example(writes=("checks.py",)),
@@ -328,9 +349,9 @@ def as_run(command: Command, example: Example, fill: dict[str, str]) -> str:
 
 
 def test_every_command_has_one_entry_and_every_entry_a_command():
-    commands = readme_commands()
-    used = [example_for(c)[0] for c in commands]  # fails on a command without an entry
-    assert sorted(used) == sorted(EXAMPLES), f"entries without a README command: {set(EXAMPLES) - set(used)}"
+    commands = doc_commands()
+    used = {example_for(c)[0] for c in commands}  # fails on a command without an entry
+    assert used == set(EXAMPLES), f"entries without a command in the pages: {set(EXAMPLES) - used}"
 
 
 def test_commands_are_read_as_bash_reads_them():
@@ -358,14 +379,14 @@ def test_a_command_without_an_entry_fails():
 
 
 def test_every_block_is_run_by_a_test():
-    languages = {lang for lang, _ in fenced_blocks(README.read_text())}
-    # bash: here; python: test_readme_python.py; the plain block is the package tree (below);
+    languages = {lang for _, lang, _ in page_blocks()}
+    # bash: here; python: test_doc_python.py; the plain block is the package tree (below);
     # toml: the example plugin's entry points, which test_plugin_install.py finds in its pyproject.toml.
     assert languages <= {"bash", "python", "toml", ""}, languages
 
 
 def test_comments_and_entries_agree_on_exit_status():
-    for command in readme_commands():
+    for command in doc_commands():
         _, example = example_for(command)
         said = exit_codes_said(command.comment)
         if example.skip:
@@ -375,7 +396,7 @@ def test_comments_and_entries_agree_on_exit_status():
 
 def test_the_package_tree_names_only_what_exists():
     package = ROOT / "src" / "veriloop"
-    trees = [body for lang, body in fenced_blocks(README.read_text()) if lang == "" and "src/veriloop/" in body]
+    trees = [body for _, lang, body in page_blocks() if lang == "" and "src/veriloop/" in body]
     assert len(trees) == 1
     where = package
     for line in trees[0].splitlines()[1:]:
@@ -390,7 +411,7 @@ def test_the_package_tree_names_only_what_exists():
 
 
 def test_the_reliability_section_names_only_tests_that_exist():
-    section = README.read_text().split("## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    section = (DOCS / "design" / "reliability.md").read_text()
     named = 0
     for row in (line for line in section.splitlines() if line.startswith("| ") and "`tests/" in line):
         held_by = row.rstrip(" |").rsplit(" | ", 1)[1]
@@ -410,22 +431,37 @@ def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def test_links_to_sections_resolve():
+def test_the_readmes_links_resolve_on_github_and_in_the_site():
+    # The site checks its own pages' links (mkdocs build --strict, in test_site_build.py);
+    # the README is read on its own too, on GitHub or in an editor, where docs/ is a folder.
     text = README.read_text()
     anchors = {github_anchor(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE)}
-    links = re.findall(r"\]\(#([^)]+)\)", text)
-    assert links and set(links) <= anchors, set(links) - anchors
+    own = re.findall(r"\]\(#([^)]+)\)", text)
+    assert own and set(own) <= anchors, set(own) - anchors
+    pages = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", text)
+    assert pages and [page for page in pages if not (ROOT / page).is_file()] == []
 
 
-def test_the_first_screen_says_what_it_is_how_to_start_and_where_to_look():
+def test_the_readme_is_short_and_opens_with_the_two_commands():
     text = README.read_text()
+    assert len(text.encode()) <= README_LIMIT, f"README.md is {len(text.encode())} bytes; keep it under 8 KB"
     first = "\n".join(text.splitlines()[:FIRST_SCREEN])
     # The project's contract: right under the title, one block with the two commands and nothing else.
     assert re.match(r"# veriloop\n\n```bash\n", text)
     lang, body = fenced_blocks(text)[0]
     assert lang == "bash" and [c.text for c in shell_commands(body)] == ["./run.sh", "./test.sh"]
-    for section in ("the-main-job", "command-line", "use-it-from-python", "results-"):
-        assert f"](#{section}" in first, section
+    for target in ("#the-main-job", "docs/getting-started.md", "docs/concepts.md", "docs/reference/api.md"):
+        assert f"]({target}" in first, target
+
+
+def test_commands_not_run_say_why_and_are_counted():
+    skipped = [(c.text, not_run(c)) for c in doc_commands() if not_run(c)]
+    assert all(reason for _, reason in skipped)
+    # The example plugin's install and its domain: test_plugin_install.py runs them apart.
+    assert [text.split()[:3] for text, _ in skipped] == [["pip", "install", "examples/veriloop-example-plugin"],
+                                                         ["veriloop", "run", "--domain"]]
+    # And ./test.sh, which is the suite itself: its entry says so.
+    assert [key for key, example in EXAMPLES.items() if example.skip] == ["./test.sh"]
 
 
 # --- running them
@@ -468,7 +504,7 @@ def run_script(script: str, cwd: Path, env: dict[str, str], stdin: str) -> subpr
 
 def cases() -> list[object]:
     params = []
-    for command in readme_commands():
+    for command in doc_commands():
         keys = [key for key in EXAMPLES if key in command.text]
         # A command without one entry still makes a case, which fails in example_for.
         key = keys[0] if len(keys) == 1 else command.text[:40]
@@ -482,13 +518,13 @@ def cases() -> list[object]:
 def test_readme_command(command: Command, workdir: Path, environment: dict[str, str],
                         request: pytest.FixtureRequest) -> None:
     _, example = example_for(command)
-    if example.skip:
-        pytest.skip(example.skip)
+    if example.skip or not_run(command):
+        pytest.skip(example.skip or not_run(command))
     fill = {"work": str(workdir)}
     if example.server:
         fill["server"] = request.getfixturevalue("server")
     script = as_run(command, example, fill)
-    proc = run_script(script, ROOT if script.startswith("./") else workdir, environment, example.stdin)
+    proc = run_script(script, ROOT if script.startswith(("./", ".venv/")) else workdir, environment, example.stdin)
     shown = f"$ {script}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
     assert proc.returncode in example.exit, shown
     assert "Traceback" not in proc.stderr, shown

@@ -1,7 +1,8 @@
-"""Every Python block of the README runs as written, against the real SmolLM2 model and a
-real llama_cpp.server, each in a fresh interpreter (so a name it uses without importing
-fails), followed by assertions that pin what it must have produced. A block without an
-entry in CHECKS fails the test."""
+"""Every Python block of the README and the documentation pages runs as written, against
+the real SmolLM2 model and a real llama_cpp.server, each in a fresh interpreter (so a name
+it uses without importing fails), followed by assertions that pin what it must have
+produced. A block without an entry in CHECKS fails the test. (The API reference's examples
+are the docstrings', run by tests/docs/test_api_docstrings.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import doc_pages
 from servers import SECRET
 
 from veriloop.paths import models_dir
@@ -20,12 +21,20 @@ pytestmark = [pytest.mark.model, pytest.mark.server]
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.MULTILINE | re.DOTALL)
+    """Every Python block, in reading order (the README, then the site's navigation)."""
+    return [block for page in doc_pages()
+            for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.MULTILINE | re.DOTALL)]
 
 
 # What each block must have done, by a phrase that identifies the block.
 CHECKS = {
-    "three_words": """
+    'veriloop.model("smollm2-135m")  # 98 MB': """
+assert result.rounds >= 1 and len(result.feedback) == result.rounds - 1
+assert result.ok == (len(result.answer.split()) == 3)
+assert [c.role for c in result.trajectory.calls] == ["generate"] * result.rounds
+assert result.trajectory.model == "smollm2-135m"
+""",
+    "def my_llm": """
 assert result.rounds >= 1 and len(result.feedback) == result.rounds - 1
 assert result.ok == (len(result.answer.split()) == 3)
 assert [c.role for c in result.trajectory.calls] == ["generate"] * result.rounds
@@ -54,17 +63,22 @@ assert prompt({"numbers": [1, 2], "target": 3}).startswith("Pick some of the num
 }
 
 
+def block_of(phrase: str) -> str:
+    """The one block a CHECKS phrase names."""
+    [block] = [block for block in python_blocks() if phrase in block]
+    return block
+
+
 def test_every_python_block_has_its_checks():
-    blocks = python_blocks()
-    assert len(blocks) == len(CHECKS), "a README Python block without an entry in CHECKS, or an entry without one"
-    for block, phrase in zip(blocks, CHECKS):
-        assert phrase in block
+    named = [[phrase for phrase in CHECKS if phrase in block] for block in python_blocks()]
+    assert [len(phrases) for phrases in named] == [1] * len(named), f"blocks and their CHECKS phrases: {named}"
+    assert sorted(phrase for phrases in named for phrase in phrases) == sorted(CHECKS)
 
 
-@pytest.mark.parametrize("index", range(len(CHECKS)), ids=list(CHECKS))
-def test_readme_python_block_runs(index, server, tmp_path):
-    block = python_blocks()[index]
-    checks = list(CHECKS.values())[index]
+@pytest.mark.parametrize("phrase", list(CHECKS), ids=["readme-local-pack", *list(CHECKS)[1:]])
+def test_doc_python_block_runs(phrase, server, tmp_path):
+    block = block_of(phrase)
+    checks = CHECKS[phrase]
     script = tmp_path / "example.py"
     script.write_text(block + "\n# --- the test's own checks\n" + checks)
     # A fresh home (call cache, tool cache) that still finds the packs the set-up installed.

@@ -94,7 +94,7 @@ def test_verification_study_judges_every_candidate_and_resumes(smollm2_capped, t
 
 def test_reproduction_writes_every_table_and_resumes(tmp_path, shared_data):
     # On a model with one reply: the real model runs this reproduction (its file, its
-    # engine, its report) in test_readme_commands.py, `veriloop reproduce self-verification`;
+    # engine, its report) in test_doc_commands.py, `veriloop reproduce self-verification`;
     # here SmolLM2's 65 calls on the sequential path took two minutes.
     model = CachedModel(SameReply(SERVER_REPLY), CallCache(tmp_path / "calls.sqlite"))
     out = tmp_path / "repro"

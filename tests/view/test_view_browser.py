@@ -8,7 +8,6 @@ screenshots in its pytest temporary directory."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,14 +21,6 @@ from veriloop.view import data
 from veriloop.view.report import build
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="session")
-def chromium() -> Path:
-    path = Path(os.environ.get("VERILOOP_CHROMIUM", "/usr/bin/chromium"))
-    if not path.is_file():
-        pytest.fail(f"no Chromium at {path}: run scripts/setup.sh --browser (./test.sh does), or set VERILOOP_CHROMIUM")
-    return path
 
 
 @pytest.fixture(scope="module")

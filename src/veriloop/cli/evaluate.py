@@ -47,7 +47,7 @@ def eval_command(
     strategy's accuracy at matched token budgets. A finished experiment re-runs with no
     model call; after a budget stop, raise the cap and run again to continue.
 
-    The file format is in the README ("Experiments as files")."""
+    The file format: docs/guides/experiments.md, every key in docs/reference/experiment-file.md."""
     from ..experiment.spec import describe, find_experiment, load_experiment, shipped_experiments
 
     if list_:

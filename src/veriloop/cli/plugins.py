@@ -33,7 +33,7 @@ def plugins() -> None:
     is installed (pip install), `veriloop run --domain NAME` and every verifier=NAME
     option find its names. Each plugin's entry is loaded here, so one that fails to load
     is shown with its error; a plugin name that clashes with one already taken is listed
-    as ignored. README: "Write a plugin".
+    as ignored. The guide: docs/guides/plugins.md.
     """
     from ..registry import BUILTIN
 
