@@ -214,8 +214,9 @@ class Verdict(BaseModel):
 
 # generate: an answer from the base prompt; correct: a rewrite conditioned on a critique;
 # verify: a judgement (with or without tools); critique: free-text feedback; check: one
-# stage of SelfCheck's step-by-step checking (the stage is named in CallRecord.stage).
-Role = Literal["generate", "correct", "verify", "critique", "check"]
+# stage of SelfCheck's step-by-step checking (the stage is named in CallRecord.stage);
+# escalate: an answer from a cascade's next stage (the escalation_model role).
+Role = Literal["generate", "correct", "verify", "critique", "check", "escalate"]
 
 
 class CallRecord(BaseModel):
@@ -225,7 +226,8 @@ class CallRecord(BaseModel):
     Attributes:
         role: What the call was for: "generate" (an answer to the base prompt or after
             feedback), "correct" (a rewrite after a critique), "verify" (a judgement),
-            "critique" (free-text feedback) or "check" (a stage of SelfCheck).
+            "critique" (free-text feedback), "check" (a stage of SelfCheck) or "escalate"
+            (an answer from a cascade's escalated stage).
         round: The round the call belongs to.
         sample_index: Which sample of the call this is (0 unless several were drawn).
         messages: The messages sent.

@@ -34,7 +34,7 @@ def test_the_issue_example_is_six_cells_with_the_judge_in_a_role() -> None:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (("base_url", "base_ur"), "demo.toml, line 10: models.judge.base_ur: unknown key; the keys here are: "
-                              "verifier_model, critic_model, checker_model, id, base_url,"),
+                              "verifier_model, critic_model, checker_model, escalation_model, id, base_url,"),
     (('name = "game24"', 'name = "game42"'), "demo.toml, line 16: domains.0.name: unknown domain 'game42'; choose "
                                              "one of: game24, blocksworld,"),
     (("sampling:k=3", "samplin:k=3"), "demo.toml, line 3: strategies.1.spec: unknown strategy 'samplin'; choose one "

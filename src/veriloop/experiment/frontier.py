@@ -87,6 +87,7 @@ _RULES: dict[str, OutputRule] = {
     "standard": "last",
     "sampling": "last",  # stops at the first accepted sample: any earlier stop ends on an unaccepted one
     "backprompt": "last",
+    "cascade": "last",  # stops at the first accepted answer, like sampling
     "critic": "last",
     "react": "last",
     "self-consistency": "vote",

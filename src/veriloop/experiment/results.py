@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 COLUMNS = (
     "model", "domain", "strategy", "seed", "n", "accuracy", "ci_low", "ci_high", "mean_rounds", "model_calls",
     "prompt_tokens", "completion_tokens", "seconds", "usd", "planned", "status", "verifier_model", "critic_model",
-    "checker_model", "run_dir",
+    "checker_model", "escalation_model", "run_dir",
 )
 
 
@@ -54,6 +54,7 @@ class CellResult(BaseModel):
     verifier_model: str | None = None
     critic_model: str | None = None
     checker_model: str | None = None
+    escalation_model: str | None = None
     canonical: str
     run_dir: str  # the cell's run directory, relative to the experiment's (which may move)
 
@@ -79,7 +80,7 @@ def cell_result(experiment: Experiment, p: CellPlan) -> CellResult:
         completion_tokens=s.completion_tokens, seconds=s.seconds, usd=usage_of(ts, price_of(experiment, p.cell)).usd,
         planned=p.planned, status="complete" if s.n == p.planned else "incomplete",
         verifier_model=roles.get("verifier_model"), critic_model=roles.get("critic_model"),
-        checker_model=roles.get("checker_model"), canonical=p.strategy.canonical, run_dir=str(p.cell.directory()),
+        checker_model=roles.get("checker_model"), escalation_model=roles.get("escalation_model"), canonical=p.strategy.canonical, run_dir=str(p.cell.directory()),
     )
 
 

@@ -44,6 +44,7 @@ ROLE_CALLS: dict[str, tuple[str, ...]] = {
     "verifier_model": ("verify",),  # an LLM verifier's judgements (verifier=llm, critic's tool-using checks)
     "critic_model": ("critique",),  # the free-text critique of feedback=llm
     "checker_model": ("check",),  # SelfCheck's step-by-step checks
+    "escalation_model": ("escalate",),  # a cascade's escalated answers
 }
 MATRIX_KEYS = ("model", "domain", "strategy", "seed")
 
@@ -77,11 +78,15 @@ class Roles(_Strict):
             (default None: the generator).
         checker_model: The model that runs SelfCheck's step-by-step checks (default None:
             the generator).
+        escalation_model: The model a `cascade` escalates to when the verifier rejects the
+            generator's answers (default None: the generator itself, so the second stage
+            is more samples of the same model).
     """
 
     verifier_model: str | None = None
     critic_model: str | None = None
     checker_model: str | None = None
+    escalation_model: str | None = None
 
     def given(self) -> dict[str, str]:
         return {k: getattr(self, k) for k in ROLE_CALLS if getattr(self, k) is not None}
@@ -101,6 +106,9 @@ class ModelEntry(ModelSettings, Roles):
             `[roles]` gives, else the generator).
         checker_model: The model that runs SelfCheck's checks in the cells where this
             model generates, in place of `roles.checker_model` (default None: the one
+            `[roles]` gives, else the generator).
+        escalation_model: The model a `cascade` escalates to in the cells where this model
+            generates, in place of `roles.escalation_model` (default None: the one
             `[roles]` gives, else the generator).
         id: The model, as `--model` takes it: a pack name, a path to a GGUF file (either
             one may follow `llamacpp/`), or `openai/MODEL` for an OpenAI-compatible

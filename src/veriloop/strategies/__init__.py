@@ -16,6 +16,7 @@ from ..registry import Registry
 from .backprompt import Backprompt
 from .base import Strategy
 from .best_of_n import BestOfN
+from .cascade import Cascade
 from .critic import Critic, React, RejectionSampling
 from .sampling import Sampling
 from .self_consistency import SelfConsistency
@@ -49,7 +50,8 @@ Examples:
     assert backprompt(max_rounds=3).canonical.startswith("backprompt:")
     ```
 """
-for _cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN):
+for _cls in (Standard, Backprompt, Sampling, SelfConsistency, Critic, React, RejectionSampling, SelfCheck, BestOfN,
+             Cascade):
     STRATEGIES.register(_cls.kind, _cls)
 
 

@@ -18,7 +18,7 @@ from ..episode import Episode
 from ..errors import VeriloopError, invalid_options_text
 from ..feedback import check_level
 from ..models.base import GenParams
-from ..records import Message, Verdict
+from ..records import Message, Role, Verdict
 from ..verifiers import VERIFIERS, ChecksDomain, Verifier, get_verifier
 
 
@@ -161,10 +161,12 @@ def _fmt(value: object) -> str:
 
 
 async def attempt(
-    episode: Episode, verifier: Verifier, messages: list[Message], params: GenParams, round: int
+    episode: Episode, verifier: Verifier, messages: list[Message], params: GenParams, round: int,
+    role: Role = "generate",
 ) -> tuple[str, Verdict]:
-    """One answer, checked and recorded; the episode finishes here if the verifier accepts."""
-    text = await episode.call_one("generate", messages, params, round)
+    """One answer (a call of `role`), checked and recorded; the episode finishes here if
+    the verifier accepts."""
+    text = await episode.call_one(role, messages, params, round)
     verdict = await verifier.verify(episode, text, round)
     episode.add_round(round, text, verdict)
     if verdict.ok:
