@@ -9,6 +9,15 @@ job's run directory exactly as the local executor would, once: a trajectory whos
 is already there is dropped. When a worker dies mid-shard, Ray restarts it and the
 trajectories the driver has not received go back to the queue, for whichever worker
 is free. Budgets are the local ones, on the driver: every call asks before it starts.
+
+Single flight across workers (see veriloop.cluster.worker): the driver's call cache holds
+the samples in flight (models.cache.Flights), claimed by the workers' calls by name
+("SHARD/N") as the driver's own calls claim them. A "begin" never holds a claim while it
+waits: it waits until none of its missing samples is in flight, then claims them all at
+once, so waits never form a cycle. Every claim ends: a "put" settles it (its waiters get
+the samples as cache hits, and the "spent" their workers send counts them as such), the
+call's "release" or the end of its shard's stream (however it ends: a dead worker sends
+nothing) releases it, and a shard whose stream has ended claims nothing more.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from ..experiment.executor import ClusterStats, api_key_of
 from ..experiment.jsonl import RecordWriter
 from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
-from ..models.cache import CachedModel, CallCache
+from ..models.cache import CachedModel, CallCache, Flights
 from ..models.settings import ModelSettings
 from ..progress import count_calls
 from ..records import Trajectory
@@ -141,6 +150,8 @@ class RayExecutor:
         self._jobs: list[Job] = []
         self._job_refs: list[Any] = []
         self._on_trajectory: Callable[[Job], None] | None = None
+        self._shard_runs = 0
+        self._ended_shards: set[str] = set()  # shard runs whose stream ended: they claim nothing more
 
     # -- the cluster ------------------------------------------------------------------
 
@@ -362,8 +373,10 @@ class RayExecutor:
     async def _run_shard(self, shard: Shard, worker: Worker) -> None:
         ray = require_ray()
         job = self._jobs[shard.job]
+        self._shard_runs += 1
+        shard_id = f"s{self._shard_runs}"  # names this run's claims; a re-run of the shard gets another
         stream = worker.handle.run_shard.options(num_returns="streaming").remote(
-            self._job_refs[shard.job], shard.items(), self._peers(job, worker))
+            self._job_refs[shard.job], shard.items(), self._peers(job, worker), shard_id)
         self._streams.add(stream)
         try:
             async for ref in stream:
@@ -384,6 +397,15 @@ class RayExecutor:
             raise WorkerLost(str(exc).splitlines()[0]) from None
         finally:
             self._streams.discard(stream)
+            self._end_shard(shard_id)
+
+    def _end_shard(self, shard_id: str) -> None:
+        """The shard run's stream has ended (its worker finished, stopped or died): release
+        its calls' claims, so no one waits for what it will not put."""
+        self._ended_shards.add(shard_id)
+        if self.cache is not None:
+            prefix = f"{shard_id}/"
+            self.cache.flights().release_owners(lambda owner: isinstance(owner, str) and owner.startswith(prefix))
 
     async def _receive(self, job: Job, shard: Shard, trajectory: Trajectory) -> None:
         shard.pending.pop((trajectory.strategy, trajectory.instance_id), None)
@@ -412,26 +434,62 @@ class RayExecutor:
     # -- what workers ask ---------------------------------------------------------------
 
     async def _serve(self) -> None:
-        while True:
-            batch = await self.relay.take.remote(0.5)
-            if batch:
-                answers = await asyncio.gather(*(self._answer(request) for _, request in batch))
-                await self.relay.answer.remote([(request_id, a) for (request_id, _), a in zip(batch, answers)])
+        """Answer each request as soon as its answer is ready: a "begin" waiting for a
+        sample in flight must not hold up the "put" that ends its wait. The answers ready
+        together go back to the relay together."""
+        ready: list[tuple[int, Any]] = []
+        some_ready = asyncio.Event()
+        answering: set[asyncio.Task[None]] = set()
+
+        async def answer(request_id: int, request: tuple[Any, ...]) -> None:
+            ready.append((request_id, await self._answer(request)))
+            some_ready.set()
+
+        async def send() -> None:
+            while True:
+                await some_ready.wait()
+                some_ready.clear()
+                batch = ready[:]
+                ready.clear()
+                await self.relay.answer.remote(batch)
+
+        sending = asyncio.create_task(send())
+        try:
+            while not sending.done():
+                for request_id, request in await self.relay.take.remote(0.5):
+                    task = asyncio.create_task(answer(request_id, request))
+                    answering.add(task)
+                    task.add_done_callback(answering.discard)
+            sending.result()  # the relay is gone: say why
+        finally:
+            await cancel_and_wait([*answering, sending])
 
     async def _answer(self, request: tuple[Any, ...]) -> dict[str, Any]:
         try:
             kind, job_index, *rest = request
             job = self._jobs[job_index]
             if kind == "begin":
-                call_role, key, start, stop = rest
+                # The claimant's name is absent from an older worker's request: it then
+                # claims and waits for nothing, as before single flight.
+                call_role, key, start, stop, *named = rest
                 for meter in job.meters:
                     meter.check()
-                hits = self.cache.get(key, range(start, stop)) if key is not None and self.cache else {}
+                if key is None or self.cache is None:
+                    return {"value": {}}
+                hits = await self._begin(key, range(start, stop), named[0] if named else None)
                 return {"value": {i: c.to_json() for i, c in hits.items()}}
             if kind == "put":
-                key, start, completions = rest
+                key, start, completions, *named = rest
                 if self.cache is not None:
-                    await self.cache.aput(key, start, [Completion.from_json(c) for c in completions])
+                    made = [Completion.from_json(c) for c in completions]
+                    await self.cache.aput(key, start, made)
+                    if named and named[0] is not None:  # committed: its waiters may have it
+                        self.cache.flights().settle(key, start, made, named[0])
+                return {"value": None}
+            if kind == "release":
+                key, start, stop, owner = rest
+                if self.cache is not None:
+                    self.cache.flights().release(key, range(start, stop), owner)
                 return {"value": None}
             if kind == "spent":
                 call_role, samples = rest
@@ -450,6 +508,28 @@ class RayExecutor:
             return {"budget": (exc.scope, str(exc))}
         except Exception as exc:  # noqa: BLE001  # a worker waits for every answer: it gets the error
             return {"error": f"the driver could not answer a worker: {exc}"}
+
+    async def _begin(self, key: str, wanted: range, owner: str | None) -> dict[int, Completion]:
+        """The samples of `wanted` the cache has or a call in flight makes (waited for);
+        the others are claimed for `owner`, who makes them. Claims nothing and waits for
+        nothing for no owner, or one whose shard has ended (its worker is gone)."""
+        assert self.cache is not None
+        flights = self.cache.flights()
+        found: dict[int, Completion] = {}
+        while True:
+            # The cache, then the flights, with no await between: each sample missing
+            # from the cache is either in flight or free to claim.
+            found.update({i: c for i, c in self.cache.get(key, wanted).items() if i not in found})
+            missing = [i for i in wanted if i not in found]
+            if owner is None or owner.partition("/")[0] in self._ended_shards:
+                return found
+            waits = flights.flying(key, missing)
+            if not waits:
+                flights.claim(key, missing, owner)
+                return found
+            # Holding no claim: a released sample is looked for again (the cache, the
+            # flights) and claimed if no one has it.
+            found.update(await Flights.wait(waits))
 
 
 def _cause(exc: BaseException) -> BaseException:

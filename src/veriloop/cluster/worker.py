@@ -6,11 +6,20 @@ model's concurrency. Every call of an episode asks the driver first (through the
 the driver checks the budgets and answers from its call cache, and stores what the
 backend made. So only the driver touches the cache and the run directories, wherever
 the workers are.
+
+Single flight across workers: a cached call names itself to the driver (its shard's id
+and a number), and the driver's "begin" hands it the samples the cache has or another
+call was making (it waits for those), and claims the rest for it. The call then makes
+exactly what was claimed, and each run it "put"s settles those samples for the calls
+waiting on them. A call that fails or is cancelled with claims unsettled sends "release"
+on its way out; a worker that dies cannot, so the driver releases its shard's claims
+when the shard's stream ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,6 +36,7 @@ from ..tools.base import Toolbox
 from .jobs import JobSpec, ModelRecipe, ShardStopped
 
 Request = tuple[Any, ...]
+_CALLS = itertools.count()  # numbers this process's calls, to name their claims on the driver
 
 
 class Relay:
@@ -78,14 +88,19 @@ async def ask(relay: Any, request: Request) -> Any:
 class RelayedModel:
     """A model as one job's episodes see it for one call role: the budgets are checked
     and the cache read by the driver before the call, and what the backend made goes
-    back to it. `target` answers the misses (this worker's model, or another's)."""
+    back to it. `target` answers the misses (this worker's model, or another's). With a
+    `shard` id (the driver's name for the shard run these episodes belong to), a cached
+    call claims what it makes on the driver, and waits there for what another call is
+    making (see the module docstring); without one it claims and waits for nothing."""
 
-    def __init__(self, target: Model, relay: Any, job: int, call_role: str, cached: bool) -> None:
+    def __init__(self, target: Model, relay: Any, job: int, call_role: str, cached: bool,
+                 shard: str | None = None) -> None:
         self.target = target
         self.relay = relay
         self.job = job
         self.call_role = call_role
         self.cached = cached
+        self.shard = shard
         self.backend = target.backend
         self.identity = target.identity
         self.name = target.name
@@ -94,16 +109,29 @@ class RelayedModel:
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         key = call_key(self.backend, self.identity, messages, params) if self.cached else None
         wanted = range(params.sample_offset, params.sample_offset + params.n)
-        hits = await ask(self.relay, ("begin", self.job, self.call_role, key, wanted.start, wanted.stop))
-        found = {int(i): Completion.from_json(c) for i, c in hits.items()}
-        for c in found.values():
-            c.cached = True
+        # This call as its claims on the driver name it: the shard's id first, so the
+        # driver can release a dead worker's claims by shard.
+        owner = f"{self.shard}/{next(_CALLS)}" if key is not None and self.shard is not None else None
+        found: dict[int, Completion] = {}
 
         async def store(start: int, fresh: list[Completion]) -> None:
             if key is not None:
-                await ask(self.relay, ("put", self.job, key, start, [c.to_json() for c in fresh]))
+                await ask(self.relay, ("put", self.job, key, start, [c.to_json() for c in fresh], owner))
 
-        await generate_missing(self.target, messages, params, found, store)
+        try:
+            # Answered once every sample is in the cache, made by a call it waited for, or
+            # claimed for this call (the missing ones, which it makes).
+            hits = await ask(self.relay, ("begin", self.job, self.call_role, key, wanted.start, wanted.stop, owner))
+            found.update({int(i): Completion.from_json(c) for i, c in hits.items()})
+            for c in found.values():
+                c.cached = True
+            await generate_missing(self.target, messages, params, found, store)
+        finally:
+            if owner is not None and len(found) < len(wanted):
+                # Failed or cancelled with samples claimed and not put: their waiters ask
+                # for them again now, not when the shard ends. Sent, not awaited: a
+                # cancelled call cannot wait, and what it raises must stay its own.
+                self.relay.ask.remote(("release", self.job, key, wanted.start, wanted.stop, owner))
         completions = [found[i] for i in wanted]
         await ask(self.relay, ("spent", self.job, self.call_role,
                                [(c.prompt_tokens, c.completion_tokens, c.cached) for c in completions]))
@@ -170,9 +198,11 @@ class ModelWorker:
 
     async def run_shard(
         self, job: JobSpec, items: list[tuple[str, Instance]], peers: dict[str, tuple[Any, dict[str, Any]]],
+        shard: str | None = None,
     ) -> AsyncIterator[Trajectory | ShardStopped]:
         """Run the shard's episodes, yielding each trajectory as it finishes; a budget that
-        refuses a call ends the shard (what was running is dropped, as locally)."""
+        refuses a call ends the shard (what was running is dropped, as locally). `shard`:
+        the driver's id of this run of the shard, which names its calls' claims."""
         if job.index not in self.tools:
             self.tools[job.index] = await asyncio.to_thread(job.toolbox)
         tools = self.tools[job.index]
@@ -180,7 +210,7 @@ class ModelWorker:
         def model_for(name: str, call_role: str) -> Model:
             target: Model = self.model if name == self.recipe.name else ActorModel(*peers[name])
             cached = self.recipe.cached if name == self.recipe.name else bool(peers[name][1]["cached"])
-            return RelayedModel(target, self.relay, job.index, call_role, cached)
+            return RelayedModel(target, self.relay, job.index, call_role, cached, shard)
 
         generator = model_for(job.generator, "generate")
         role_models = {call_role: model_for(name, call_role) for call_role, name in job.role_models.items()}

@@ -14,16 +14,40 @@ one, so a cache never stops a run. A row an older version stored with lone surro
 its text is replayed with them replaced, as a fresh reply would be (see Completion).
 A key never fails to compute: text that reaches it unstorable is hashed as it is
 (surrogatepass), which leaves the key of every storable text unchanged.
+
+Single flight: a sample (key, sample index) that a call is generating is not asked again
+by another call on the same event loop; that call waits for the answer instead. The table
+of samples in flight (`Flights`) belongs to the CallCache, one per running event loop
+(its futures belong to that loop), so every CachedModel sharing the cache shares it, and
+the Ray driver's claims (veriloop.cluster.driver) go into it too. Invariants:
+- a call claims a sample only when neither the cache nor a flight has it, and generates
+  only what it claimed;
+- a claim ends exactly once: settled with the reply once that reply is committed (so a
+  waiter's answer is one the cache replays from then on), or released when the claiming
+  call fails or is cancelled (its exception stays its own);
+- a waiter gets the claimant's reply as a cache hit (`cached`, counted in `hits`, not in
+  `backend_calls`); a released waiter looks again (the cache, the flights) and asks
+  itself if no one has it, so it never hangs and never answers with another call's error;
+- a CachedModel call never waits while it holds an unsettled claim (it generates what it
+  claimed first), nor for a claim of a call it is made within (a cached model wrapped,
+  through a wrapper that keeps its identity, in another on the same cache), so waits
+  never form a cycle.
+`VERILOOP_SINGLE_FLIGHT=0` in the environment of the process that makes the CallCache
+turns single flight off (every call asks for what the cache lacks, as before it existed):
+a private switch for the baseline of bench/single_flight.py, not a setting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +56,83 @@ from ..groupcommit import GroupCommit
 from ..records import Message
 from .base import Completion, GenParams, Model
 
+SINGLE_FLIGHT_ENV = "VERILOOP_SINGLE_FLIGHT"  # "0": off (the bench's baseline; see the module docstring)
+# The CachedModel calls the running code is made within (their claims' owners): a call
+# never waits for those, which wait for it.
+_ENCLOSING: contextvars.ContextVar[frozenset[object]] = contextvars.ContextVar("veriloop_cached_calls",
+                                                                               default=frozenset())
+
 
 def call_key(backend: str, identity: str, messages: list[Message], params: GenParams) -> str:
     payload = {"backend": backend, "identity": identity, "messages": messages, "params": params.identity()}
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return hashlib.sha256(blob).hexdigest()
+
+
+class Flights:
+    """The samples being generated on one event loop, by (key, sample index): who claimed
+    each (its owner: any value a caller compares equal to itself only) and the future that
+    its reply, or None when the claim is released, settles. Used from that loop only."""
+
+    def __init__(self) -> None:
+        self._table: dict[tuple[str, int], tuple[object, asyncio.Future[Completion | None]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def flying(self, key: str, indices: Iterable[int],
+               but: Collection[object] = ()) -> dict[int, asyncio.Future[Completion | None]]:
+        """The futures of those of `indices` that a call is generating now, by index; those
+        of the owners in `but` left out."""
+        return {i: flight[1] for i in indices
+                if (flight := self._table.get((key, i))) is not None and flight[0] not in but}
+
+    def in_flight(self, key: str, i: int) -> bool:
+        return (key, i) in self._table
+
+    def claim(self, key: str, indices: Iterable[int], owner: object) -> None:
+        """Record `owner` as generating `indices`, none of which may be in flight."""
+        loop = asyncio.get_running_loop()
+        for i in indices:
+            if (key, i) in self._table:
+                raise VeriloopError(f"sample {i} of call {key[:12]} is claimed twice")
+            self._table[(key, i)] = (owner, loop.create_future())
+
+    def settle(self, key: str, first_index: int, completions: list[Completion], owner: object) -> None:
+        """Hand `owner`'s replies (committed to the cache) to whoever waits for them: a
+        copy of what the cache holds, which the claimant's later use of its own cannot change."""
+        for offset, completion in enumerate(completions):
+            self._end((key, first_index + offset), owner, Completion.from_json(completion.to_json()))
+
+    def release(self, key: str, indices: Iterable[int], owner: object) -> None:
+        """End `owner`'s claims on `indices` that are not settled: their waiters look again."""
+        for i in indices:
+            self._end((key, i), owner, None)
+
+    def release_owners(self, which: Callable[[object], bool]) -> int:
+        """Release every claim whose owner `which` picks (a dead Ray worker's); how many."""
+        ended = [(slot, owner) for slot, (owner, _) in self._table.items() if which(owner)]
+        for slot, owner in ended:
+            self._end(slot, owner, None)
+        return len(ended)
+
+    def _end(self, slot: tuple[str, int], owner: object, completion: Completion | None) -> None:
+        flight = self._table.get(slot)
+        if flight is None or flight[0] != owner:  # settled already, or someone else's claim since
+            return
+        del self._table[slot]
+        flight[1].set_result(completion)
+
+    @staticmethod
+    async def wait(futures: dict[int, asyncio.Future[Completion | None]]) -> dict[int, Completion]:
+        """The replies of the flights `futures` by index, once each has ended; a released
+        one is left out. Shielded: a waiter cancelled leaves the flight to the others."""
+        replies = {}
+        for i, future in futures.items():
+            completion = await asyncio.shield(future)
+            if completion is not None:
+                replies[i] = completion
+        return replies
 
 
 class CallCache:
@@ -46,7 +142,9 @@ class CallCache:
     have several models (or runs) use it. Writes go through one writer thread (group
     commit): `aput` (or `put`, without an event loop) returns once the rows are committed.
     `get` reads on its own connection and sees every put that has returned. `close` (or
-    `aclose`) waits for the pending commits and closes the file.
+    `aclose`) waits for the pending commits and closes the file. Calls of the models that
+    share it on one event loop share its samples in flight (`flights`): an identical call
+    made while one is being answered waits for that answer instead of asking again.
 
     Args:
         path: The SQLite file; it and its folder are created when missing.
@@ -85,6 +183,22 @@ class CallCache:
         self._commits: GroupCommit[list[tuple[str, int, str]]] = GroupCommit(
             self._write, f"call cache {path.name}"
         )
+        self._single_flight = os.environ.get(SINGLE_FLIGHT_ENV, "").strip() != "0"
+        # One table per event loop, since futures belong to a loop; a loop that is gone
+        # takes its table with it. The lock: several threads may each run a loop.
+        self._flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Flights] = weakref.WeakKeyDictionary()
+        self._flights_lock = threading.Lock()
+
+    def flights(self) -> Flights:
+        """The samples in flight on the running event loop (see `Flights`)."""
+        if not self._single_flight:
+            return Flights()  # a table no other call sees: every call asks for what it lacks
+        loop = asyncio.get_running_loop()
+        with self._flights_lock:
+            table = self._flights.get(loop)
+            if table is None:
+                table = self._flights[loop] = Flights()
+            return table
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
@@ -157,7 +271,9 @@ class CachedModel:
     It has the wrapped model's backend, identity, name and preferred concurrency; replies
     replayed from the cache are marked `cached`. `stats` counts the samples the backend
     generated (`backend_calls`) and those replayed (`hits`). `veriloop.model` builds one
-    for any model with an identity, unless asked for no cache.
+    for any model with an identity, unless asked for no cache. A sample that another call
+    through the same cache is generating at the time is not asked again: the call waits
+    for it and gets it as a hit, as if it had been read from the cache (single flight).
 
     Args:
         inner: The model to ask for the samples the cache lacks.
@@ -196,18 +312,49 @@ class CachedModel:
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         key = call_key(self.backend, self.identity, messages, params)
+        flights = self.cache.flights()
+        owner = object()  # this call, as its claims name it
+        enclosing = _ENCLOSING.get()
+        within = _ENCLOSING.set(enclosing | {owner})  # for the calls the inner model makes
+        try:
+            return await self._generate(messages, params, key, flights, owner, enclosing)
+        finally:
+            _ENCLOSING.reset(within)
+
+    async def _generate(self, messages: list[Message], params: GenParams, key: str, flights: Flights,
+                        owner: object, enclosing: frozenset[object]) -> list[Completion]:
         wanted = range(params.sample_offset, params.sample_offset + params.n)
-        found = self.cache.get(key, wanted)
-        for c in found.values():
-            c.cached = True
-        self.stats.hits += len(found)
+        found: dict[int, Completion] = {}
+        while True:
+            # The cache first, then the flights, with no await between them: a sample
+            # is either committed, or in flight, or free to claim.
+            hits = {i: c for i, c in self.cache.get(key, wanted).items() if i not in found}
+            for c in hits.values():
+                c.cached = True
+            self.stats.hits += len(hits)
+            found.update(hits)
+            missing = [i for i in wanted if i not in found]
+            # What an enclosing call claimed is made here, for it: neither waited for nor claimed.
+            waits = flights.flying(key, missing, but=enclosing)
+            claimed = [i for i in missing if not flights.in_flight(key, i)]
+            flights.claim(key, claimed, owner)
 
-        async def store(start: int, fresh: list[Completion]) -> None:
-            await self.cache.aput(key, start, fresh)
-            self.stats.backend_calls += len(fresh)
+            async def store(start: int, fresh: list[Completion]) -> None:
+                await self.cache.aput(key, start, fresh)
+                self.stats.backend_calls += len(fresh)
+                flights.settle(key, start, fresh, owner)
 
-        await generate_missing(self.inner, messages, params, found, store)
-        return [found[i] for i in wanted]
+            try:
+                await generate_missing(self.inner, messages, params, found, store, elsewhere=waits)
+            finally:
+                flights.release(key, claimed, owner)  # what a failure or a cancellation left unsettled
+            # Only now, holding no claim, wait for the other calls' samples.
+            replayed = {i: _replayed(c) for i, c in (await Flights.wait(waits)).items()}
+            self.stats.hits += len(replayed)
+            found.update(replayed)
+            if len(found) == len(wanted):
+                return [found[i] for i in wanted]
+            # A claimant failed or was cancelled: look again, and ask for what no one has.
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -217,13 +364,14 @@ class CachedModel:
 
 async def generate_missing(
     inner: Model, messages: list[Message], params: GenParams, found: dict[int, Completion],
-    store: Callable[[int, list[Completion]], Awaitable[None]],
+    store: Callable[[int, list[Completion]], Awaitable[None]], elsewhere: Collection[int] = (),
 ) -> None:
     """Ask `inner` for the samples of `params` missing from `found` (by sample index), one
     call per run of consecutive indices; add them to `found`, and `store(first index,
-    completions)` each run before asking for the next (a crash keeps what was made)."""
+    completions)` each run before asking for the next (a crash keeps what was made).
+    Indices in `elsewhere` (another call is generating them) are not asked for."""
     wanted = range(params.sample_offset, params.sample_offset + params.n)
-    for start, length in _missing_runs(wanted, found):
+    for start, length in _missing_runs(wanted, found, elsewhere):
         fresh = await inner.generate(messages, params.with_(n=length, sample_offset=start))
         if len(fresh) != length:
             raise VeriloopError(
@@ -234,10 +382,17 @@ async def generate_missing(
         found.update({start + i: c for i, c in enumerate(fresh)})
 
 
-def _missing_runs(wanted: range, found: dict[int, Completion]) -> list[tuple[int, int]]:
+def _replayed(completion: Completion) -> Completion:
+    """Another call's reply as this call gets it: its own copy, marked as the cache marks a hit."""
+    replayed = Completion.from_json(completion.to_json())
+    replayed.cached = True
+    return replayed
+
+
+def _missing_runs(wanted: range, found: dict[int, Completion], elsewhere: Collection[int] = ()) -> list[tuple[int, int]]:
     runs: list[tuple[int, int]] = []
     for i in wanted:
-        if i in found:
+        if i in found or i in elsewhere:
             continue
         if runs and runs[-1][0] + runs[-1][1] == i:
             runs[-1] = (runs[-1][0], runs[-1][1] + 1)
