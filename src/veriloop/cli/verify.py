@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..datafiles import loads
 from ..errors import VeriloopError
 
 if TYPE_CHECKING:
@@ -87,6 +86,7 @@ def batch_line(dom: Domain, where: str, line: str) -> tuple[Instance, str]:
     """The instance and answer of one batch line; a VeriloopError naming `where`, what is
     wrong and the line the domain expects."""
     # A domain says which fields make its instance; without that, only "answer" is known.
+    from ..datafiles import loads
     from ..domains.base import as_base_domain
 
     fields: dict[str, str] = dict(as_base_domain(dom).instance_fields)
