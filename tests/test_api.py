@@ -222,6 +222,23 @@ def test_cache_replays_a_model_with_an_identity(tmp_path):
     assert [c.cached for c in b.trajectory.calls] == [True, True]
 
 
+def test_a_call_cache_the_caller_gives_stays_open_for_the_next_call(tmp_path):
+    # correct() used to close a CallCache it was given, and the next use failed with a raw
+    # sqlite3.ProgrammingError; a model made with one closed it too when it was closed.
+    from veriloop import CallCache
+
+    def scripted(*replies: str) -> veriloop.Model:
+        return veriloop.model(Script(*replies), identity="script-v1", cache=False)
+
+    cache = CallCache(str(tmp_path / "calls.sqlite"))  # a string is a path too
+    a = veriloop.correct(scripted("7", "8"), BASE, odd_as_text, cache=cache)
+    b = veriloop.correct(scripted(), BASE, odd_as_text, cache=cache)
+    asyncio.run(veriloop.model(Script(), identity="script-v1", cache=cache).aclose())
+    c = veriloop.correct(scripted(), BASE, odd_as_text, cache=cache)
+    assert (a.answer, a.cached_calls, b.cached_calls, c.cached_calls) == ("8", 0, 2, 2)
+    cache.close()
+
+
 def test_cache_is_off_with_a_warning_without_an_identity(tmp_path):
     with pytest.warns(veriloop.VeriloopWarning, match="call cache is off for model 'Script'"):
         model = veriloop.model(Script("8"), name="Script", cache=tmp_path / "c.sqlite")

@@ -249,8 +249,8 @@ async def _with_model(spec: ModelSpec, cache: bool | str | Path | CallCache, run
     finally:
         if isinstance(spec, str):
             await lm.aclose()  # loaded here from its id
-        elif isinstance(lm, CachedModel) and lm is not spec:
-            lm.cache.close()  # the cache was opened here; the caller's model stays open
+        elif isinstance(lm, CachedModel) and lm is not spec and lm.owns_cache:
+            lm.cache.close()  # the cache was opened here; the caller's model, and a CallCache they gave, stay open
 
 
 async def acorrect(

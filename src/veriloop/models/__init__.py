@@ -198,8 +198,9 @@ def as_model(
             stacklevel=2,
         )
         return backend  # type: ignore[no-any-return]
-    store = cache if isinstance(cache, CallCache) else CallCache(Path(cache) if not isinstance(cache, bool) else default_cache_path())
-    return CachedModel(backend, store)
+    if isinstance(cache, CallCache):  # the caller's: it stays open when this model closes
+        return CachedModel(backend, cache, owns_cache=False)
+    return CachedModel(backend, CallCache(Path(cache) if not isinstance(cache, bool) else default_cache_path()))
 
 
 def _is_openai_client(obj: object) -> bool:

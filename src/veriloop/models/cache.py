@@ -147,7 +147,7 @@ class CallCache:
     made while one is being answered waits for that answer instead of asking again.
 
     Args:
-        path: The SQLite file; it and its folder are created when missing.
+        path: The SQLite file (a path or a string); it and its folder are created when missing.
 
     Examples:
         ```python
@@ -168,7 +168,8 @@ class CallCache:
         ```
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
+        path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()  # the reading connection, for callers on several threads
