@@ -6,16 +6,37 @@ fixed latency with a correct Game of 24 line for the numbers in the prompt. The 
 runs N Game of 24 trajectories (standard strategy, one call each, call cache off) at C in
 flight through the `veriloop run` code path: the server client, the call counter, a live
 progress bar (drawn to a terminal that is thrown away) and the run directory's records.
-Ideal time = ceil(N / C) x latency: each wave of C requests takes one latency.
+Ideal time = ceil(N / C) x latency: each wave of C requests takes one latency, and the
+client costs nothing (no CPU to start a trajectory, read a reply or write a record).
 
-Baseline, same run, same process: the old write path, each finished trajectory appended
-and fsynced on the event loop's thread under a lock (what run_experiment did before the
-background record writer). References, the same requests C at a time with no engine around
-them: through the server client alone (OpenAICompatModel.generate: the ceiling its client
-stack sets, so actual / this is the engine's overhead), and through the openai SDK with its
-default httpx stack (what the server client sent through before it posted over aiohttp).
+The actual run and the engine before issue 30 run `--repeat` times each, alternately (the
+machine is shared: medians). Baselines, same run, same process:
+- the engine before issue 30: a task per trajectory waiting for one of C slots (a freed
+  slot woke its next task behind every reply that had come back meanwhile), a slot held
+  until its record was fsynced, all C first requests sent only once the last trajectory
+  had started (so they reached the server, and came back, in one burst), and every object
+  of the process in each full garbage collection;
+- the old write path, each finished trajectory appended and fsynced on the event loop's
+  thread under a lock (what run_experiment did before the background record writer).
+References, the same requests C at a time with no engine around them: through the server
+client alone (OpenAICompatModel.generate, its connections opened before timing: the
+ceiling its client stack sets, so actual / this is the engine's overhead), and through the
+openai SDK with its default httpx stack (what the server client sent through before it
+posted over aiohttp).
 
-    python bench/server_concurrency.py [--trajectories 512] [--concurrency 128] [--latency 0.5] [--no-baseline]
+Where the time beyond the ideal went, in the median actual run, along the slot whose reply
+came last: from the run's start to its first request (the slots start one per turn of the
+event loop, each sending its request before the next starts, so this is about C times the
+CPU one trajectory costs), its replies' time beyond the latency (the stand-in's own delay
+and replies waiting while the loop serves others), the time between its calls (checking
+the answer, handing the record over, the next prompt) and what follows its last reply
+(the last records fsynced, summary.json written); and, from Linux's schedstat, how long
+the event loop's thread and the stand-in server were runnable but waited for a CPU that
+other processes held (0 on an idle machine; on a shared one it lands mostly in the busy
+moments, when the replies of a wave are read and the next requests sent).
+
+    python bench/server_concurrency.py [--trajectories 512] [--concurrency 128] [--latency 0.5] [--repeat 3]
+                                       [--no-baseline]
 """
 
 from __future__ import annotations
@@ -28,11 +49,15 @@ import math
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -40,8 +65,10 @@ from veriloop.domains import get_domain
 from veriloop.domains.game24 import all_solvable_puzzles, solve
 from veriloop.experiment import runner
 from veriloop.models import GenParams, load_model
+from veriloop.models.base import Completion
 from veriloop.models.counting import CountingModel
 from veriloop.progress import ProgressReporter
+from veriloop.records import Message, Trajectory
 from veriloop.strategies import parse_strategy
 
 MODEL = "standin-24"
@@ -136,22 +163,121 @@ class _BlockingWriter:
         pass
 
 
-def _run(base_url: str, n: int, concurrency: int, out_dir: Path) -> float:
+async def _engine_before_issue_30(
+    model: Any, domain: Any, todo: Sequence[tuple[Any, Any]], out_dir: Path, seed: int, *, total: int,
+    concurrency: int | None = None, on_progress: Callable[[int, int], None] | None = None,
+    tools: Any = None, role_models: Mapping[str, Any] | None = None,
+) -> list[Trajectory]:
+    """runner.run_pairs as it was before issue 30: a task per trajectory, all created at
+    once, waiting for one of `concurrency` slots, each slot held until its record is on disk."""
+    finished = total - len(todo)
+    if on_progress:
+        on_progress(finished, total)
+    semaphore = asyncio.Semaphore(concurrency or model.preferred_concurrency)
+    writer = runner.RecordWriter(out_dir / runner.TRAJECTORIES)
+    new: list[Trajectory] = []
+
+    async def one(strategy: Any, instance: Any) -> None:
+        nonlocal finished
+        async with semaphore:
+            t = await runner.run_episode(model, domain, strategy, instance, seed, tools, role_models)
+            await writer.append(t)
+            new.append(t)
+            finished += 1
+            if on_progress:
+                on_progress(finished, total)
+
+    tasks = [asyncio.create_task(one(s, i)) for s, i in todo]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        await runner.cancel_and_wait(tasks)
+        raise
+    finally:
+        await writer.aclose()
+    return new
+
+
+@dataclass
+class _Timed:
+    """Passes every call through, noting when it started and ended, and in which task."""
+
+    inner: Any
+    calls: list[tuple[object, float, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.backend, self.identity, self.name = self.inner.backend, self.inner.identity, self.inner.name
+        self.preferred_concurrency = self.inner.preferred_concurrency
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        started = time.perf_counter()
+        completions: list[Completion] = await self.inner.generate(messages, params)
+        self.calls.append((asyncio.current_task(), started, time.perf_counter()))
+        return completions
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@dataclass
+class _Run:
+    seconds: float  # the run's own wall_seconds
+    where: dict[str, float]  # seconds beyond the ideal along the slot whose reply came last, by cause
+    calls: int  # that slot's calls
+    # Seconds the event loop's thread, and the stand-in server, ran on a CPU and waited for
+    # one (runnable while other processes held the cores) during the run; None off Linux.
+    loop_cpu: tuple[float, float] | None = None
+    server_cpu: tuple[float, float] | None = None
+
+
+def _schedstat(path: str) -> tuple[float, float] | None:
+    """Seconds run on a CPU and waited for one so far, from Linux's schedstat (None without it)."""
+    try:
+        with open(path) as f:
+            ran, waited = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return int(ran) / 1e9, int(waited) / 1e9
+
+
+def _spent(before: tuple[float, float] | None, after: tuple[float, float] | None) -> tuple[float, float] | None:
+    return None if before is None or after is None else (after[0] - before[0], after[1] - before[1])
+
+
+def _where(calls: list[tuple[object, float, float]], started: float, ended: float, latency: float) -> tuple[dict[str, float], int]:
+    """The time of the slot whose reply came last, beyond its calls' latency, by cause."""
+    last = max(calls, key=lambda call: call[2])[0]
+    mine = sorted((start, end) for task, start, end in calls if task is last)
+    return {
+        "to its first request": mine[0][0] - started,
+        "its replies beyond the latency": sum(end - start - latency for start, end in mine),
+        "between its calls": sum(nxt[0] - prev[1] for prev, nxt in zip(mine, mine[1:], strict=False)),
+        "after its last reply": ended - mine[-1][1],
+    }, len(mine)
+
+
+def _run(base_url: str, n: int, concurrency: int, out_dir: Path, latency: float = 0.0, server_pid: int = 0) -> _Run:
     domain = get_domain("game24")
     instances = domain.load_instances(None, n=n)
     strategy = parse_strategy("standard")
     # The client bounds its own requests in flight by the model's concurrency, as `--concurrency` sets it.
-    model = CountingModel(load_model(f"openai/{MODEL}", base_url=base_url, use_cache=False, concurrency=concurrency))
+    timed = _Timed(load_model(f"openai/{MODEL}", base_url=base_url, use_cache=False, concurrency=concurrency))
+    model = CountingModel(timed)
     terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
     progress = ProgressReporter("bench", live=True, console=terminal)
 
-    async def go() -> float:
+    async def go() -> _Run:
         try:
             with progress:
+                loop, server = _schedstat("/proc/thread-self/schedstat"), _schedstat(f"/proc/{server_pid}/schedstat")
+                started = time.perf_counter()
                 result = await runner.run_experiment(
                     model, domain, [strategy], instances, out_dir, concurrency=concurrency,
                     on_progress=progress.update,
                 )
+                ended = time.perf_counter()
+                loop = _spent(loop, _schedstat("/proc/thread-self/schedstat"))
+                server = _spent(server, _schedstat(f"/proc/{server_pid}/schedstat"))
         finally:
             await model.aclose()
         if result.new_trajectories != n or result.backend_calls != n:
@@ -160,9 +286,19 @@ def _run(base_url: str, n: int, concurrency: int, out_dir: Path) -> float:
         accuracy = result.summaries[0].accuracy
         if accuracy != 1.0:
             raise SystemExit(f"the stand-in answers every puzzle correctly; accuracy was {accuracy}")
-        return result.wall_seconds
+        return _Run(result.wall_seconds, *_where(timed.calls, started, ended, latency), loop, server)
 
     return asyncio.run(go())
+
+
+def _run_with(engine: Callable[..., Any], *args: Any, **kwargs: Any) -> _Run:
+    """_run with `engine` in place of runner.run_pairs."""
+    current = runner.run_pairs
+    runner.run_pairs = engine
+    try:
+        return _run(*args, **kwargs)
+    finally:
+        runner.run_pairs = current
 
 
 def _client_alone(base_url: str, n: int, concurrency: int) -> float:
@@ -221,44 +357,74 @@ def main() -> None:
     ap.add_argument("--trajectories", type=int, default=512)
     ap.add_argument("--concurrency", type=int, default=128)
     ap.add_argument("--latency", type=float, default=0.5, help="seconds the server takes per request")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the engine and of its baseline (medians)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the old write path's run")
     ap.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     if args.serve:
         asyncio.run(_serve(args.serve, args.latency))
         return
 
-    ideal = math.ceil(args.trajectories / args.concurrency) * args.latency
-    proc, base_url = _start_server(args.latency)
+    n, c, latency = args.trajectories, args.concurrency, args.latency
+    ideal = math.ceil(n / c) * latency
+    proc, base_url = _start_server(latency)
+    actual: list[_Run] = []
+    before: list[_Run] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            _run(base_url, min(args.concurrency, args.trajectories), args.concurrency, Path(tmp) / "warm-up")
-            alone = _client_alone(base_url, args.trajectories, args.concurrency)
-            sdk = _sdk_alone(base_url, args.trajectories, args.concurrency)
-            actual = _run(base_url, args.trajectories, args.concurrency, Path(tmp) / "run")
+            _run(base_url, min(c, n), c, Path(tmp) / "warm-up")
+            alone = _client_alone(base_url, n, c)
+            sdk = _sdk_alone(base_url, n, c)
+            for i in range(args.repeat):  # alternately, so that both see the machine as it is
+                for which in ("actual", "before") if i % 2 == 0 else ("before", "actual"):
+                    if which == "actual":
+                        actual.append(_run(base_url, n, c, Path(tmp) / f"run-{i}", latency, proc.pid))
+                    else:
+                        before.append(_run_with(_engine_before_issue_30, base_url, n, c, Path(tmp) / f"before-{i}"))
             baseline = None
             if not args.no_baseline:
                 writer = runner.RecordWriter
                 runner.RecordWriter = _BlockingWriter  # type: ignore[misc, assignment]
                 try:
-                    baseline = _run(base_url, args.trajectories, args.concurrency, Path(tmp) / "baseline")
+                    baseline = _run(base_url, n, c, Path(tmp) / "baseline").seconds
                 finally:
                     runner.RecordWriter = writer  # type: ignore[misc]
     finally:
         proc.terminate()
         proc.wait()
 
-    print(f"{args.trajectories} Game of 24 trajectories (standard, cache off) at {args.concurrency} in flight, "
-          f"server latency {args.latency:g} s")
+    def median(runs: list[_Run]) -> float:
+        return statistics.median(r.seconds for r in runs)
+
+    def each(runs: list[_Run]) -> str:
+        return " ".join(f"{r.seconds:.2f}" for r in runs)
+
+    runs = f"median of {args.repeat} runs" if args.repeat > 1 else "one run"
+    print(f"{n} Game of 24 trajectories (standard, cache off) at {c} in flight, server latency {latency:g} s")
     print(f"ideal  (ceil(N / C) x latency): {ideal:6.2f} s")
-    print(f"actual (background record writer): {actual:6.2f} s  efficiency {ideal / actual:.2f}  (goal >= 0.8)")
+    print(f"actual: {median(actual):6.2f} s  efficiency {ideal / median(actual):.2f}  (goal >= 0.95; {runs}: "
+          f"{each(actual)})")
+    print(f"baseline, the engine before issue 30 (a task per trajectory behind a semaphore, the slot held until the "
+          f"record is fsynced, the first wave sent in one burst, full collections): {median(before):6.2f} s  "
+          f"efficiency {ideal / median(before):.2f}  ({each(before)})")
+    print(f"ratio baseline / actual: {median(before) / median(actual):.2f}")
+    typical = sorted(actual, key=lambda r: r.seconds)[(len(actual) - 1) // 2]
+    parts = ", ".join(f"{name} {seconds:.3f} s" for name, seconds in typical.where.items())
+    print(f"where the median actual run's {typical.seconds - ideal:.2f} s beyond the ideal went, along the slot whose "
+          f"reply came last ({typical.calls} calls): {parts}")
+    if typical.loop_cpu is not None and typical.server_cpu is not None:
+        (ran, waited), (_, server_waited) = typical.loop_cpu, typical.server_cpu
+        print(f"  meanwhile its event loop's thread ran {ran:.3f} s on a CPU and waited {waited:.3f} s for one (other "
+              f"processes held the cores; 0 on an idle machine), the stand-in server waited {server_waited:.3f} s")
     print(f"server client alone, same requests, no engine: {alone:6.2f} s  efficiency {ideal / alone:.2f}"
           "  (its client stack's own ceiling)")
-    print(f"ratio actual / client alone (engine overhead): {actual / alone:.2f}")
+    print(f"ratio actual / client alone (engine overhead): {median(actual) / alone:.2f}")
     print(f"openai SDK alone (httpx, the old client stack): {sdk:6.2f} s  efficiency {ideal / sdk:.2f}")
     if baseline is not None:
-        print(f"baseline (old path, fsync on the loop thread): {baseline:6.2f} s  efficiency {ideal / baseline:.2f}")
-        print(f"ratio baseline / actual: {baseline / actual:.2f}")
+        print(f"old write path (fsync on the loop thread): {baseline:6.2f} s  efficiency {ideal / baseline:.2f}")
+        print(f"ratio old write path / actual: {baseline / median(actual):.2f}")
 
 
 if __name__ == "__main__":
