@@ -381,7 +381,8 @@ def test_a_command_without_an_entry_fails():
 def test_every_block_is_run_by_a_test():
     languages = {lang for _, lang, _ in page_blocks()}
     # bash: here; python: test_doc_python.py; the plain block is the package tree (below);
-    # toml: the example plugin's entry points, which test_plugin_install.py finds in its pyproject.toml.
+    # toml: the example plugin's entry points, which test_plugin_install.py finds in its pyproject.toml,
+    # and experiment files, which test_every_experiment_file_shown_is_one_veriloop_accepts parses.
     assert languages <= {"bash", "python", "toml", ""}, languages
 
 
@@ -392,6 +393,16 @@ def test_comments_and_entries_agree_on_exit_status():
         if example.skip:
             continue
         assert said == set(example.exit) if said else example.exit == (0,), (command.text, command.comment)
+
+
+def test_every_experiment_file_shown_is_one_veriloop_accepts():
+    from veriloop.experiment.spec import parse_experiment
+
+    shown = [(page, body) for page, lang, body in page_blocks() if lang == "toml" and "[[domains]]" in body]
+    assert shown
+    for page, body in shown:
+        experiment = parse_experiment(body, page.name)
+        assert experiment.cells(), page
 
 
 def test_the_package_tree_names_only_what_exists():
