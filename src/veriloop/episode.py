@@ -3,7 +3,10 @@ every call into the trajectory.
 
 The messages sent are made storable here (lone surrogates replaced, see
 veriloop.records), whatever built them: a domain's prompt, a check's feedback, a tool's
-observation. So the model, the cache key and the record all see the same text."""
+observation. So the model, the cache key and the record all see the same text.
+
+A domain's answer and ground truth are functions of (instance, text): a final text that
+a round already read and scored takes that round's answer and correctness."""
 
 from __future__ import annotations
 
@@ -116,6 +119,14 @@ class Episode:
     def finish(self, text: str | None, stop_reason: str) -> None:
         t = self.trajectory
         t.final_text = text
-        t.final_answer = None if text is None else self.domain.extract_answer(self.instance, text)
-        t.correct = text is not None and self.domain.score(self.instance, text)
+        # A final text a round already scored is not read and scored again: a domain's
+        # answer and ground truth are functions of (instance, text), and scoring can be
+        # costly (Game of 24's checker on every trajectory, HumanEval's hidden tests in the
+        # sandbox), so the round's record and the trajectory's can never disagree.
+        scored = next((r for r in reversed(t.rounds) if text is not None and r.text == text), None)
+        if scored is not None:
+            t.final_answer, t.correct = scored.answer, scored.correct
+        else:
+            t.final_answer = None if text is None else self.domain.extract_answer(self.instance, text)
+            t.correct = text is not None and self.domain.score(self.instance, text)
         t.stop_reason = stop_reason
