@@ -91,3 +91,31 @@ def search_toolbox(folder: Path, documents: list[dict[str, str]]) -> Toolbox:
     corpus = folder / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in documents))
     return Toolbox([make_search_tool(corpus=corpus)], cache=ToolCache(folder / "tools.sqlite"))
+
+
+class Gated:
+    """A model function whose calls each wait for `gate`, logging each start, end, failure
+    and cancellation: a test decides when a call in flight answers. The reply names the
+    call's number (and, with `say_sample`, the sample and temperature asked for)."""
+
+    def __init__(self, fail_first: bool = False, say_sample: bool = False) -> None:
+        self.gate = asyncio.Event()
+        self.log: list[str] = []
+        self.fail_first = fail_first
+        self.say_sample = say_sample
+
+    async def __call__(self, messages: list[dict], params: GenParams) -> str:
+        number = sum(entry.startswith("start") for entry in self.log) + 1
+        self.log.append(f"start {number}")
+        try:
+            await self.gate.wait()
+        except asyncio.CancelledError:
+            self.log.append(f"cancelled {number}")
+            raise
+        if self.fail_first and number == 1:
+            self.log.append(f"failed {number}")
+            raise RuntimeError("the server went away")
+        self.log.append(f"end {number}")
+        if self.say_sample:
+            return f"reply {number} to sample {params.sample_offset} at t={params.temperature}"
+        return f"reply {number}"

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from scripted import Gated
 from servers import ChatReplies, serving
 
 from veriloop import CallCache, Completion, FunctionModel, GenParams
@@ -53,29 +54,6 @@ async def run_the_loop(spins: int = 200) -> None:
     this loop only (no thread, no socket), so this many turns are enough for each."""
     for _ in range(spins):
         await asyncio.sleep(0)
-
-
-class Gated:
-    """A model function whose calls each wait for the gate; it logs each start and end."""
-
-    def __init__(self, fail_first: bool = False) -> None:
-        self.gate = asyncio.Event()
-        self.log: list[str] = []
-        self.fail_first = fail_first
-
-    async def __call__(self, messages: list[dict], params: GenParams) -> str:
-        number = sum(entry.startswith("start") for entry in self.log) + 1
-        self.log.append(f"start {number}")
-        try:
-            await self.gate.wait()
-        except asyncio.CancelledError:
-            self.log.append(f"cancelled {number}")
-            raise
-        if self.fail_first and number == 1:
-            self.log.append(f"failed {number}")
-            raise RuntimeError("the server went away")
-        self.log.append(f"end {number}")
-        return f"reply {number}"
 
 
 class Driver:

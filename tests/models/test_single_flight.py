@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scripted import Gated
 from servers import ChatReplies, serving
 
 from veriloop import CachedModel, CallCache, Completion, FunctionModel, GenParams
@@ -33,29 +34,6 @@ async def run_the_loop() -> None:
         await asyncio.sleep(0)
 
 
-class Gated:
-    """A model function whose calls each wait for the gate; it logs each start and end."""
-
-    def __init__(self, fail_first: bool = False) -> None:
-        self.gate = asyncio.Event()
-        self.log: list[str] = []
-        self.fail_first = fail_first
-
-    async def __call__(self, messages: list[dict], params: GenParams) -> str:
-        number = sum(entry.startswith("start") for entry in self.log) + 1
-        self.log.append(f"start {number}")
-        try:
-            await self.gate.wait()
-        except asyncio.CancelledError:
-            self.log.append(f"cancelled {number}")
-            raise
-        if self.fail_first and number == 1:
-            self.log.append(f"failed {number}")
-            raise RuntimeError("the server went away")
-        self.log.append(f"end {number}")
-        return f"reply {number} to sample {params.sample_offset} at t={params.temperature}"
-
-
 def cached_model(fn: Gated, cache: CallCache) -> CachedModel:
     return CachedModel(FunctionModel(fn, identity="gated-v1"), cache, owns_cache=False)
 
@@ -71,7 +49,7 @@ def test_identical_calls_in_flight_make_one_backend_call_and_the_others_replay_i
     """Three identical calls at once, two on the generator and one on a judge role of the
     same model (another CachedModel on the same cache): one backend call; the waiters get
     its reply as cache hits, and their stats say so."""
-    fn = Gated()
+    fn = Gated(say_sample=True)
     generator, judge = cached_model(fn, cache), cached_model(fn, cache)
 
     async def go() -> list[list[Completion]]:
@@ -101,7 +79,7 @@ def generate_key(model: CachedModel, params: GenParams | None = None) -> str:
 
 
 def test_a_failing_first_call_releases_its_waiter_which_then_asks_itself(cache) -> None:
-    fn = Gated(fail_first=True)
+    fn = Gated(fail_first=True, say_sample=True)
     model = cached_model(fn, cache)
 
     async def go() -> tuple[BaseException | list[Completion], ...]:
@@ -123,7 +101,7 @@ def test_a_failing_first_call_releases_its_waiter_which_then_asks_itself(cache) 
 
 
 def test_a_cancelled_first_call_releases_its_waiter_which_then_asks_itself(cache) -> None:
-    fn = Gated()
+    fn = Gated(say_sample=True)
     model = cached_model(fn, cache)
 
     async def go() -> tuple[BaseException | list[Completion], ...]:
@@ -145,7 +123,7 @@ def test_a_cancelled_first_call_releases_its_waiter_which_then_asks_itself(cache
 
 
 def test_a_cancelled_waiter_leaves_the_call_and_the_other_waiters_alone(cache) -> None:
-    fn = Gated()
+    fn = Gated(say_sample=True)
     model = cached_model(fn, cache)
 
     async def go() -> tuple[BaseException | list[Completion], ...]:
@@ -171,7 +149,7 @@ def test_a_cached_model_within_another_on_the_same_cache_makes_what_the_outer_on
     call waits for the outer one."""
     from veriloop.models.counting import CountingModel
 
-    fn = Gated()
+    fn = Gated(say_sample=True)
     inner = cached_model(fn, cache)
     outer = CachedModel(CountingModel(inner), cache, owns_cache=False)
 
@@ -254,7 +232,7 @@ def test_the_baseline_switch_turns_single_flight_off_and_only_it(tmp_path, monke
         else:
             monkeypatch.setenv(SINGLE_FLIGHT_ENV, setting)
         cache = CallCache(tmp_path / f"calls-{setting}.sqlite")
-        fn = Gated()
+        fn = Gated(say_sample=True)
         model = cached_model(fn, cache)
 
         async def go() -> None:
