@@ -100,26 +100,33 @@ _BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45,
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_ERRNO = 0x00050000
 _EPERM, _ENOSYS = 1, 38
+_AF_UNIX = 1
 _X32_SYSCALL_BIT = 0x40000000
 
-# Per architecture: the AUDIT_ARCH value, then the syscalls that make or enter namespaces or
-# change mounts (denied outright), `clone` (denied with a namespace flag) and `clone3`, whose
-# flags sit in memory a filter cannot read: it answers ENOSYS so the C library falls back to clone.
+# Per architecture: the AUDIT_ARCH value, then the syscalls denied outright (those that make
+# or enter namespaces or change mounts, and those that reach into another process's memory
+# or descriptors), `clone` (denied with a namespace flag), `clone3`, whose flags sit in memory
+# a filter cannot read: it answers ENOSYS so the C library falls back to clone, and `socket`
+# (denied for AF_UNIX).
 _DENIED_SYSCALLS = {
-    # unshare setns mount umount2 pivot_root open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr
-    "x86_64": (0xC000003E, (272, 308, 165, 166, 155, 428, 429, 430, 431, 432, 433, 442), 56, 435),
-    "aarch64": (0xC00000B7, (97, 268, 40, 39, 41, 428, 429, 430, 431, 432, 433, 442), 220, 435),
+    # unshare setns mount umount2 pivot_root open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr,
+    # then ptrace process_vm_readv process_vm_writev pidfd_getfd
+    "x86_64": (0xC000003E, (272, 308, 165, 166, 155, 428, 429, 430, 431, 432, 433, 442, 101, 310, 311, 438),
+               56, 435, 41),
+    "aarch64": (0xC00000B7, (97, 268, 40, 39, 41, 428, 429, 430, 431, 432, 433, 442, 117, 270, 271, 438),
+                220, 435, 198),
 }
 
 
 def namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
     """The seccomp filter (rows of `struct sock_filter`) that keeps a program from making
-    or entering namespaces or changing mounts on `machine` (`os.uname().machine`); empty
-    when this architecture has no table here. Any other calling convention (i386 or x32
+    or entering namespaces, changing mounts, tracing or reading another process, and
+    opening a Unix socket (socketpair stays: it connects to nothing outside) on `machine`
+    (`os.uname().machine`); empty when this architecture has no table here. Any other calling convention (i386 or x32
     on x86_64) gets ENOSYS for every call, so syscall numbers cannot be aliased."""
     if machine not in _DENIED_SYSCALLS:
         return []
-    arch, denied, clone, clone3 = _DENIED_SYSCALLS[machine]
+    arch, denied, clone, clone3, socket = _DENIED_SYSCALLS[machine]
     # Jump targets are symbolic until the end; rows are (code, true_target, false_target, k).
     rows: list[tuple[int, int | str, int | str, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # arch
@@ -130,11 +137,16 @@ def namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
         rows.append((_BPF_JGE, "nosys", "next", _X32_SYSCALL_BIT))
     rows.append((_BPF_JEQ, "nosys", "next", clone3))
     rows.append((_BPF_JEQ, "clone", "next", clone))
+    rows.append((_BPF_JEQ, "socket", "next", socket))
     rows.extend((_BPF_JEQ, "deny", "next", nr) for nr in denied)
     rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW))
     labels = {"clone": len(rows)}
     rows.append((_BPF_LD_W_ABS, 0, 0, 16))  # low half of args[0] (little-endian): the clone flags
     rows.append((_BPF_JSET, "deny", "next", NAMESPACE_FLAGS))
+    rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW))
+    labels["socket"] = len(rows)
+    rows.append((_BPF_LD_W_ABS, 0, 0, 16))  # low half of args[0]: the address family
+    rows.append((_BPF_JEQ, "deny", "next", _AF_UNIX))
     rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW))
     labels["deny"] = len(rows)
     rows.append((_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | _EPERM))
@@ -153,10 +165,12 @@ def namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
 class SandboxLimits:
     wall_seconds: float = 10.0
     cpu_seconds: int = 10
-    memory_bytes: int = 1 << 30  # address space, so a 4 GiB allocation fails inside
+    # Each process's address space (so a 4 GiB allocation fails inside), and the resident
+    # memory of all the program's processes together.
+    memory_bytes: int = 1 << 30
     output_bytes: int = 64 * 1024  # stdout kept; the rest is read and dropped
-    processes: int = 64  # per uid; only enforced for the unprivileged uid
-    disk_bytes: int = 64 * 1024 * 1024  # each private tmpfs, and the largest file
+    processes: int = 64  # per uid (root's sandbox) or per user namespace (anyone else's)
+    disk_bytes: int = 64 * 1024 * 1024  # each private tmpfs (/tmp, /dev/shm), and the largest file
     open_files: int = 256
 
     def key(self) -> str:
@@ -204,42 +218,56 @@ def _enterable_by_others(path: str) -> bool:
         return False
 
 
-def _hidden_interpreter_dirs() -> dict[str, list[str]]:
-    """{first ancestor the unprivileged uid cannot enter: [interpreter directories
-    below it]}. Empty when everything is reachable already."""
-    wanted = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *_SITE_PATHS)}
-    groups: dict[str, list[str]] = {}
-    for path in sorted(wanted):
-        parts = path.split(os.sep)
+def _outermost(paths: list[str]) -> list[str]:
+    ordered = sorted(set(paths))
+    return [p for p in ordered if not any(p.startswith(q.rstrip("/") + "/") for q in ordered if q != p)]
+
+
+# The host's system directories and the few files the dynamic loader and the clock read;
+# the new root shows these (symlinks as symlinks) and the interpreter's directories, nothing else.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/localtime")
+
+
+def _interpreter_dirs() -> list[str]:
+    """The interpreter's and site-packages' directories as given (sys.path holds these)."""
+    return [p for p in {sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix, *_SITE_PATHS} if p]
+
+
+def _binds(system: tuple[str, ...] = SYSTEM_PATHS) -> list[str]:
+    """What of the host the program's root shows, read-only: the system paths that exist,
+    then the interpreter's directories resolved, outermost only and not already inside a
+    system directory (one may live under a home: ~/.pyenv, ~/project/.venv), then any
+    symlink on the way to a directory as given. Parents first, so the launcher creates
+    each path's parents before the path and never through a link."""
+    present = [p for p in system if os.path.lexists(p)]
+    covered = [os.path.realpath(p) for p in present if not os.path.islink(p) and os.path.isdir(p)]
+
+    def inside(path: str, dirs: list[str]) -> bool:
+        return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+    real = _outermost([os.path.realpath(p) for p in _interpreter_dirs()])
+    real = [p for p in real if p != "/" and not inside(p, covered)]
+    links: list[str] = []
+    for given in _interpreter_dirs():
+        parts = os.path.abspath(given).split("/")
         for i in range(2, len(parts) + 1):
-            ancestor = os.sep.join(parts[:i])
-            if not _enterable_by_others(ancestor):
-                if ancestor == path:
-                    break  # the directory itself is closed: binding it back would not help
-                groups.setdefault(ancestor, [])
-                if not any(path.startswith(p + os.sep) or p == path for p in groups[ancestor]):
-                    groups[ancestor].append(path)
+            step = "/".join(parts[:i])
+            if inside(step, covered + real + present):
                 break
-    for ancestor, paths in groups.items():
-        # A prefix binds its sub-directories along with it.
-        groups[ancestor] = [p for p in paths if not any(p.startswith(q + os.sep) for q in paths if q != p)]
-    return groups
+            if os.path.islink(step):
+                links.append(step)
+                break
+    return present + real + sorted(set(links))
 
 
-_EXPOSE = _hidden_interpreter_dirs() if os.geteuid() == 0 else {}
-# World-writable places the program gets a private, empty tmpfs over.
-PRIVATE_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-
-
-def _interpreter_dirs_under(places: tuple[str, ...]) -> list[str]:
-    """Interpreter and site-packages directories inside `places` (a checkout or venv
-    under /tmp), outermost only: each must be bound back over the private tmpfs."""
-    wanted = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *_SITE_PATHS)}
-    under = sorted(p for p in wanted if any(p == q or p.startswith(q + os.sep) for q in places) and p not in places)
-    return [p for p in under if not any(p.startswith(q + os.sep) for q in under if q != p)]
-
-
-_UNDER_PRIVATE = _interpreter_dirs_under(PRIVATE_PLACES)
+_BINDS = _binds()
+# Root without isolation (allow_unisolated) drops to the unprivileged uid only when that
+# uid can still reach the interpreter (pyenv in a mode-700 /root: it cannot).
+_DROP_UNISOLATED = all(
+    _enterable_by_others("/".join(p.split("/")[:i]) or "/")
+    for p in map(os.path.realpath, _interpreter_dirs())
+    for i in range(2, len(p.split("/")) + 1)
+)
 # Module-level so a test can take it away (an architecture without a table).
 _NAMESPACE_FILTER = namespace_filter(platform.machine())
 _MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -385,9 +413,8 @@ def run_python(
             "uid": UNPRIVILEGED_ID,
             "workdir": workdir,
             "paths": _SITE_PATHS,
-            "expose": _EXPOSE,
-            "private_places": list(PRIVATE_PLACES),
-            "under_private": _UNDER_PRIVATE,
+            "binds": _BINDS,
+            "drop_unisolated": _DROP_UNISOLATED,
             "answer_chars": int(answer_chars),
             "cpu_seconds": int(limits.cpu_seconds),
             "memory_bytes": int(limits.memory_bytes),
@@ -528,6 +555,10 @@ def _interpret(outcome: _Outcome, limits: SandboxLimits, seconds: float) -> Exec
             "run where Linux namespaces and seccomp are available, or pass allow_unisolated=True to run without isolation"
         )
         return ExecResult(None, "", error=message, refused=True, seconds=round(seconds, 4))
+    if isinstance(status.get("memory"), int):
+        # PID 1 killed every process of the program: their memory together passed the cap.
+        return ExecResult(None, error=(f"MemoryError: the program's processes together needed more than the "
+                                       f"{_size(limits.memory_bytes)} memory limit"), **base)
     if outcome.timed_out:
         return ExecResult(
             None, error=f"TimeoutError: the program did not finish within {limits.wall_seconds:g} s", timed_out=True, **base

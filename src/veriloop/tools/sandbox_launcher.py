@@ -40,9 +40,8 @@ if TYPE_CHECKING:
         uid: int  # the unprivileged uid/gid the program drops to when we are root
         workdir: str  # the working directory when the program is not isolated
         paths: list[str]  # site-packages directories the program may import from
-        expose: dict[str, list[str]]  # {closed ancestor: interpreter directories bound back below it}
-        private_places: list[str]  # world-writable directories covered by a private tmpfs
-        under_private: list[str]  # interpreter directories inside those, bound back over the tmpfs
+        binds: list[str]  # what the new root shows of the host, read-only: directories, files, symlinks
+        drop_unisolated: bool  # root without isolation may drop its uid (the interpreter is open to it)
         answer_chars: int  # the longest `answer` reported
         cpu_seconds: int
         memory_bytes: int
@@ -74,6 +73,16 @@ ENOSYS = 38
 # mount(2) flags, and those a mount's options in /proc/self/mountinfo stand for.
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+# pivot_root(2) has no C library wrapper: its number, per architecture.
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+# The devices the program gets; everything else under /dev is absent.
+DEVICES = ("null", "zero", "full", "random", "urandom")
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}
+# Writable scratch places in the new root, each a private size-capped tmpfs.
+SCRATCH = ("/tmp", "/dev/shm")
+MEMORY_TICK = 0.01  # seconds between PID 1's looks at the program's summed memory
 OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
 
@@ -119,49 +128,17 @@ class SockFprog(ctypes.Structure):
 # ---------------------------------------------------------------------- the namespaces
 
 
-def hold(paths: list[str]) -> list[tuple[str, int]]:
-    """Handles opened before a tmpfs covers their directories still reach them after."""
-    return [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in paths]
+def make_file(path: str) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
 
 
-def bind_back(kernel: Kernel, handles: list[tuple[str, int]]) -> None:
-    for path, fd in handles:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        source = f"/proc/self/fd/{fd}".encode()
-        kernel.mount(source, path.encode(), None, MS_BIND | MS_REC, None)
-        kernel.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-        os.close(fd)
-
-
-def expose(kernel: Kernel, cfg: LauncherConfig) -> None:
-    """The interpreter may live under a directory the unprivileged uid cannot enter
-    (pyenv in /root). Cover that directory with an empty tmpfs and bind only the
-    interpreter's own directories back in, read-only: the program can import the
-    standard library and site-packages but sees nothing else that was there."""
-    for hidden, needed in cfg["expose"].items():
-        handles = hold(needed)
-        kernel.mount(b"tmpfs", hidden.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-        bind_back(kernel, handles)
-        kernel.mount(None, hidden.encode(), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-
-
-def fresh_sysfs(kernel: Kernel) -> None:
-    """A sysfs shows the network devices of the namespace that mounts it: a fresh one
-    lists only the new namespace's lo. Where the kernel will not mount one, hide /sys."""
-    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-    try:
-        kernel.mount(b"sysfs", b"/sys", b"sysfs", flags, None)
-    except OSError:
-        kernel.mount(b"tmpfs", b"/sys", b"tmpfs", flags, b"size=4k,mode=0555")
-
-
-def mount_points() -> list[tuple[bytes, int]]:
+def mount_points() -> list[tuple[str, int]]:
     """Every mount point, with the flags that keep its options and make it read-only."""
     points = []
     with open("/proc/self/mountinfo") as fh:
         for line in fh:
             parts = line.split()
-            path = parts[4].encode().decode("unicode_escape").encode("latin-1")
+            path = parts[4].encode().decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
             keep = MS_RDONLY
             for opt in parts[5].split(","):
                 keep |= OPTION_FLAGS.get(opt, 0)
@@ -169,10 +146,69 @@ def mount_points() -> list[tuple[bytes, int]]:
     return points
 
 
+def build_root(kernel: Kernel, cfg: LauncherConfig, root: str, *, owner: bytes) -> None:
+    """The program's whole file system, on a fresh tmpfs at `root`: the scratch places,
+    the host paths in cfg["binds"] (system directories and the interpreter's own), a few
+    devices, an empty /proc for PID 1 to mount; every mount read-only but the scratch.
+    Nothing else of the host (homes, /root, /run, /var, /etc, sockets) exists there."""
+    kernel.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    scratch = b"size=%d,mode=1777" % cfg["disk_bytes"] + owner
+    for place in SCRATCH:
+        os.makedirs(root + place, mode=0o755)
+        kernel.mount(b"tmpfs", (root + place).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    # Paths come outermost first and resolved (no symlink among their parents): creating
+    # the directories they sit in never follows a link out of the new root.
+    for path in cfg["binds"]:
+        target = root + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            os.symlink(os.readlink(path), target)
+            continue
+        if os.path.isdir(path):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        elif os.path.isfile(path):
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            make_file(target)
+        else:
+            continue
+        kernel.mount(path.encode(), target.encode(), None, MS_BIND | MS_REC, None)
+    for name in DEVICES:
+        make_file(f"{root}/dev/{name}")
+        kernel.mount(f"/dev/{name}".encode(), f"{root}/dev/{name}".encode(), None, MS_BIND, None)
+    for name, link in DEVICE_LINKS.items():
+        os.symlink(link, f"{root}/dev/{name}")
+    os.mkdir(root + "/proc", 0o555)
+    devices = {f"{root}/dev/{name}" for name in DEVICES}
+    writable = {root + place for place in SCRATCH}
+    for path, keep in mount_points():
+        if path in writable or not (path == root or path.startswith(root + "/")):
+            continue
+        # A bind keeps its source's flags; the kernel refuses a remount that would clear
+        # one a more privileged namespace locked, so `keep` carries them over.
+        flags = keep | MS_NOSUID | (MS_NOEXEC if path in devices else MS_NODEV)
+        kernel.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | flags, None)
+
+
+def enter_root(kernel: Kernel, root: str) -> None:
+    """In PID 1: a fresh /proc (it lists only the new PID namespace), then the new root
+    becomes `/` and the host's is detached. /proc is mounted before the detach: inside a
+    user namespace the kernel allows a new proc only while a full one is still in view."""
+    kernel.mount(b"proc", (root + "/proc").encode(), b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(ENOSYS, "pivot_root: no system call number for this machine's architecture")
+    os.chdir(root)
+    # pivot_root(".", "."): the old root ends up stacked on the new one, and detaching
+    # it leaves only the new; no directory for the old root is needed.
+    kernel.check(int(kernel.libc.syscall(number, b".", b".")), "pivot_root")
+    kernel.check(int(kernel.libc.umount2(b".", MNT_DETACH)), "umount old root")
+    os.chdir("/")
+
+
 def isolate(kernel: Kernel, cfg: LauncherConfig) -> bool:
-    """New namespaces, every mount read-only, a fresh sysfs and private tmpfs over the
-    world-writable places. Returns whether we are root (then the program drops its uid).
-    Raises OSError when any step the isolation needs fails."""
+    """New namespaces and the program's own root file system (`build_root`), not yet
+    entered. Returns whether we are root (then the program drops its uid). Raises
+    OSError when any step the isolation needs fails."""
     root = os.geteuid() == 0
     uid, gid = os.getuid(), os.getgid()
     kernel.unshare(cfg["unshare_flags"] | (0 if root else CLONE_NEWUSER))
@@ -184,28 +220,16 @@ def isolate(kernel: Kernel, cfg: LauncherConfig) -> bool:
         with open("/proc/self/gid_map", "w") as fh:
             fh.write(f"0 {gid} 1")
     kernel.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    for path, keep in mount_points():
-        try:
-            kernel.mount(None, path, None, MS_REMOUNT | MS_BIND | keep, None)
-        except OSError:
-            # The root must become read-only; a failure on a pseudo file system is
-            # covered by the uid drop and the tmpfs below.
-            if path == b"/":
-                raise
-    if os.path.isdir("/sys"):
-        fresh_sysfs(kernel)
-    if root:
-        expose(kernel, cfg)
     owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
-    size = b"size=%d,mode=1777" % cfg["disk_bytes"]
-    # A venv (or the interpreter) living under /tmp would vanish under the private
-    # tmpfs: keep hold of it and bind it back, read-only.
-    handles = hold(cfg["under_private"])
-    for place in cfg["private_places"]:
-        if os.path.isdir(place):
-            kernel.mount(b"tmpfs", place.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size + owner)
-    bind_back(kernel, handles)
+    try:
+        build_root(kernel, cfg, cfg["workdir"], owner=owner)
+    except OSError:
+        # Without isolation (allow_unisolated) the program works in the directory
+        # the half-built root covers.
+        kernel.libc.umount2(cfg["workdir"].encode(), MNT_DETACH)
+        raise
     return root
+
 
 
 # ---------------------------------------------------------------------- the process's powers
@@ -306,29 +330,62 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
     return record
 
 
-def wait_for(pid: int) -> int:
-    """Reap everything until `pid` ends (orphans are re-parented to PID 1); its status."""
+def memory_used(page: int) -> int:
+    """Resident anonymous memory (resident minus file-backed and shared pages) summed over
+    every process in /proc but PID 1: in the fresh /proc of the PID namespace, the
+    program's processes. A page a fork shares copy-on-write counts once per process."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and name != "1":
+            try:
+                with open(f"/proc/{name}/statm", "rb") as fh:
+                    fields = fh.read().split()
+                total += (int(fields[1]) - int(fields[2])) * page
+            except (OSError, ValueError, IndexError):
+                pass  # gone meanwhile
+    return total
+
+
+def watch(pid: int, memory_bytes: int | None) -> tuple[int, int | None]:
+    """Reap everything until `pid` ends (orphans are re-parented to PID 1); its status.
+    With `memory_bytes`, every MEMORY_TICK the program's processes' memory is summed and,
+    past the cap, every one of them killed: then also the sum seen."""
+    import select
+
+    if memory_bytes is None:
+        waited = os.waitpid(pid, 0)[1]
+        return waited, None
+    page = os.sysconf("SC_PAGE_SIZE")
+    try:
+        ended = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # a kernel before 5.3: look every tick
+        ended = -1
     while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return 0
-        if done == pid:
-            return status
+        while True:
+            try:
+                done, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0, None
+            if done == pid:
+                return status, None
+            if done == 0:
+                break
+        used = memory_used(page)
+        if used > memory_bytes:
+            os.kill(-1, signal.SIGKILL)  # in a PID namespace: every process in it but PID 1
+            return os.waitpid(pid, 0)[1], used
+        select.select([ended] if ended >= 0 else [], [], [], MEMORY_TICK)
 
 
 def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop: bool, workdir: str) -> NoReturn:
-    """The first child: PID 1 of the new PID namespace. Confines itself, says whether the
-    program is isolated, forks the program's process, and reports how it ended. Never
-    returns."""
+    """The first child: PID 1 of the new PID namespace. Enters the new root, confines
+    itself, says whether the program is isolated, forks the program's process, watches
+    its memory, and reports how it ended. Never returns."""
     status_fd, result_fd = cfg["status_fd"], cfg["result_fd"]
     kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the launcher
-    if isolated:
-        try:
-            kernel.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        except OSError:
-            pass
     try:
+        if isolated:
+            enter_root(kernel, cfg["workdir"])
         confine(kernel, cfg["seccomp_filter"])
         confined = True
     except OSError as exc:
@@ -336,7 +393,8 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
             emit(status_fd, {"refused": str(exc)})
             os._exit(0)
         confined = False
-    emit(status_fd, {"isolated": isolated and confined})
+    isolated = isolated and confined
+    emit(status_fd, {"isolated": isolated})
     worker = os.fork()
     if worker == 0:
         # The status pipe is PID 1's alone: the program must not be able to speak for it.
@@ -349,7 +407,10 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
         finally:
             os._exit(0)
     os.close(result_fd)
-    status = wait_for(worker)
+    # Without isolation /proc is the host's: there is nothing of the program's alone to sum.
+    status, used = watch(worker, cfg["memory_bytes"] if isolated else None)
+    if used is not None:
+        emit(status_fd, {"memory": used})
     if os.WIFSIGNALED(status):
         emit(status_fd, {"signal": os.WTERMSIG(status)})
     else:
@@ -365,7 +426,7 @@ def main(argv: list[str]) -> None:
     os.close(null)
     kernel = Kernel()
     isolated = False
-    drop = os.geteuid() == 0 and not cfg["expose"]
+    drop = os.geteuid() == 0 and cfg["drop_unisolated"]
     workdir = cfg["workdir"]
     try:
         drop = isolate(kernel, cfg)
@@ -382,7 +443,7 @@ def main(argv: list[str]) -> None:
     if middle == 0:
         pid_one(kernel, cfg, code, isolated=isolated, drop=drop, workdir=workdir)
     os.close(cfg["result_fd"])
-    wait_for(middle)
+    os.waitpid(middle, 0)
 
 
 if __name__ == "__main__":
