@@ -16,7 +16,9 @@ import ctypes
 import json
 import os
 import shutil
+import site
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -24,7 +26,6 @@ from pathlib import Path
 
 import pytest
 
-from veriloop.tools import sandbox
 from veriloop.tools.sandbox import ExecResult, SandboxLimits, run_python
 
 GUEST_UID = 42424
@@ -35,14 +36,16 @@ MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 def closed_ancestors() -> dict[str, list[str]]:
     """{first directory others may not enter: the interpreter directories below it}."""
     groups: dict[str, list[str]] = {}
-    for path in sorted({os.path.realpath(p) for p in sandbox._interpreter_dirs()}):
+    wanted = {sys.base_prefix, sys.prefix, *site.getsitepackages()}
+    for path in sorted({os.path.realpath(p) for p in wanted if os.path.isdir(p)}):
         parts = path.split("/")
         for i in range(2, len(parts)):
             ancestor = "/".join(parts[:i])
             if not os.stat(ancestor).st_mode & 0o001:
                 groups.setdefault(ancestor, []).append(path)
                 break
-    return {closed: sandbox._outermost(paths) for closed, paths in groups.items()}
+    # A directory binds its sub-directories along with it.
+    return {closed: [p for p in paths if not any(p.startswith(q + "/") for q in paths)] for closed, paths in groups.items()}
 
 
 def become(uid: int) -> None:
