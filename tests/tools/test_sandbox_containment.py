@@ -13,8 +13,8 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT, processes_with
@@ -193,7 +193,7 @@ def test_a_venv_under_tmp_is_bound_back() -> None:
         # veriloop's own imports (pydantic) come from this interpreter's site-packages; the
         # launcher runs without site (-S), so the program sees only the venv's.
         (site / "veriloop-deps.pth").write_text("\n".join(sandbox._SITE_PATHS) + "\n")
-        program = "import os, vlprobe\nanswer = (vlprobe.VALUE, sorted(os.listdir(%r)))" % str(base)
+        program = f"import os, vlprobe\nanswer = (vlprobe.VALUE, sorted(os.listdir({str(base)!r})))"
         script = f"from veriloop.tools.sandbox import run_python\nr = run_python({program!r})\nprint(r.answer, r.error)"
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(sandbox.__file__).parents[2])}
         out = subprocess.run([str(venv / "bin/python"), "-c", script], capture_output=True, text=True, env=env, timeout=60)
@@ -202,10 +202,8 @@ def test_a_venv_under_tmp_is_bound_back() -> None:
         subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
-def test_the_filter_denies_unix_sockets_but_not_others() -> None:
-    rows = sandbox.namespace_filter(platform.machine())
-    assert rows, "no filter for this machine"
-    # The filter itself is exercised by the programs above; this pins that AF_INET stays
-    # allowed (the empty network namespace answers it instead).
+def test_network_sockets_are_still_made() -> None:
+    """The filter refuses only AF_UNIX: an AF_INET socket is made (and reaches nothing:
+    the network namespace is empty, see test_sandbox.py::test_no_route_to_the_outside)."""
     result = run_python("import socket\ns = socket.socket(socket.AF_INET)\nanswer = s.family.name")
     assert result.answer == "AF_INET"

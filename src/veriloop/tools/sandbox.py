@@ -2,23 +2,47 @@
 
 The program never runs in this interpreter. A small launcher (a fresh `python -I -S`
 running tools/sandbox_launcher.py, which needs only the standard library's core)
-creates new network, mount, PID, IPC and UTS namespaces, makes every mount read-only,
-mounts a fresh read-only sysfs (it lists only the new namespace's `lo`; an empty /sys
-where the kernel refuses one), puts empty size-capped tmpfs over the world-writable
-places (/tmp, /var/tmp, /dev/shm, /run/lock) and a fresh /proc, then forks twice: the
-first child is PID 1 of the new PID namespace and only waits; the second drops to
-uid/gid 65534 when we are root (the kernel does not apply RLIMIT_NPROC to root), gives
-up every capability, sets CPU, memory, process, file-size and open-file limits and runs
-the program. When PID 1 exits the kernel kills everything left in its namespace, so
-forked children cannot outlive a call. Without root the launcher enters a user namespace
-first, where the same steps work if the kernel allows unprivileged user namespaces.
+creates new network, mount, PID, IPC and UTS namespaces (and, when we are not root, a
+user namespace first: the same steps then work for an ordinary user wherever the kernel
+allows unprivileged user namespaces) and builds the program's own root file system on a
+fresh tmpfs: the system directories (/usr, /bin, /sbin, /lib*), the dynamic loader's
+cache and the clock's /etc/localtime, the interpreter's own directories (sys.base_prefix,
+sys.prefix, site-packages: exactly those, even when they live under a home, as ~/.pyenv
+or a venv under /tmp), the devices null, zero, full, random and urandom, an empty /proc,
+and two empty size-capped tmpfs, /tmp (the working directory) and /dev/shm. Everything
+but the two scratch places is read-only. It then forks twice. The first child is PID 1
+of the new PID namespace: it mounts a fresh /proc (listing only that namespace), makes
+the new root `/` with pivot_root and detaches the host's, so nothing else of the host
+exists for the program: no home, no /root beyond the way to the interpreter, no /run,
+/var, /etc, /sys, no host socket or file to open or connect to. The second child drops
+to uid/gid 65534 when we are root (the kernel does not apply RLIMIT_NPROC to root; an
+ordinary user's program is uid 0 of its own user namespace, its processes counted
+there), gives up every capability, sets CPU, memory, process, file-size and open-file
+limits and runs the program. When PID 1 exits the kernel kills everything left in its
+namespace, so forked children cannot outlive a call.
 
-No new namespace inside: before it forks the program, PID 1 installs a seccomp filter
-(classic BPF built by `namespace_filter`, loaded with prctl through ctypes: no library
-needed) that denies unshare, setns, clone with any namespace flag and every mount call,
-and answers clone3 (whose flags a filter cannot read) with ENOSYS so the C library falls
-back to clone. Seccomp rather than only dropping capabilities, because an unprivileged
-process may still create a user namespace and gain every capability inside it. A filter
+Memory: each process's address space is capped (RLIMIT_AS, so a huge allocation is a
+MemoryError inside), and PID 1 caps the program as a whole: every 10 ms (and without
+delay once the program's process ends) it sums the resident anonymous memory of every
+process in its /proc and, past `memory_bytes`, kills them all; the caller gets a
+MemoryError saying the processes together needed more than the limit. A page forks
+share copy-on-write counts in each (the sum errs high), and what grows between two looks
+(tens of MiB at most) may pass the cap briefly. No cgroup is used: this needs none, where
+cgroup v2 is not delegated to the user.
+
+No new namespace inside, no Unix socket, no reaching into another process: before it
+forks the program, PID 1 installs a seccomp filter (classic BPF built by
+`namespace_filter`, loaded with prctl through ctypes: no library needed) that denies
+unshare, setns, clone with any namespace flag and every mount call, answers clone3 (whose
+flags a filter cannot read) with ENOSYS so the C library falls back to clone, refuses
+socket(AF_UNIX, ...) (socketpair stays allowed: it connects to nothing outside, and
+multiprocessing's pipes use it), and denies ptrace, process_vm_readv, process_vm_writev
+and pidfd_getfd: a harness that runs a program as its own child can rely on it not
+tracing or reading its parent (besides PR_SET_DUMPABLE). The program's root already holds
+no host socket, and abstract sockets belong to the empty network namespace; the filter
+holds even if a socket were in view. Seccomp rather than only dropping capabilities,
+because an unprivileged process may still create a user namespace and gain every
+capability inside it. A filter
 is inherited by every child and can never be removed. A machine without one (no table for
 its architecture, or a kernel without seccomp) counts as one that cannot isolate.
 

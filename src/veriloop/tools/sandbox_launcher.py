@@ -14,6 +14,11 @@ Invariants:
 - The program's record (its `answer` or error) goes to the result pipe, followed by a
   clean exit (status 0): the parent trusts the record only with that exit, which PID 1
   reports.
+- The launcher builds the program's root (`build_root`) but never enters it; PID 1
+  mounts /proc and pivots into it before its seccomp filter (which denies both) is
+  loaded. A failure at any step is a refusal unless the caller allowed running
+  unisolated; PID 1 sums memory only in its own PID namespace (isolated), never the
+  host's /proc.
 """
 
 from __future__ import annotations

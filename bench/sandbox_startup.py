@@ -1,0 +1,107 @@
+"""What does the sandbox cost to start, before and after a change?
+
+Times `run_python("answer = 1")` (the whole call: launcher, namespaces, the program's
+root, PID 1, the program, the record) for two versions of the sandbox in the same run,
+and a bare `python -c pass` subprocess as the floor any runner pays:
+
+- "before": the sandbox at git revision 0a3310a (its src/ extracted to a temporary
+  directory), or any other src/ given with --baseline-src;
+- "after": this checkout's src/.
+
+Each version is timed in a child process of its own (the package is imported once there,
+as a long-running caller has it), in rounds that alternate the three, so machine noise
+hits all alike; medians are compared.
+
+Run: python bench/sandbox_startup.py [--runs 60] [--rounds 6] [--baseline-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_REV = "0a3310a"
+
+# Runs in the child: `n` timed calls after two untimed ones, the seconds as JSON.
+TIMER = """
+import json, sys, time
+from veriloop.tools.sandbox import run_python
+n = int(sys.argv[1])
+for _ in range(2):
+    assert run_python("answer = 1").answer == "1"
+times = []
+for _ in range(n):
+    start = time.perf_counter()
+    result = run_python("answer = 1")
+    times.append(time.perf_counter() - start)
+    assert (result.answer, result.isolated) == ("1", True), result
+print(json.dumps(times))
+"""
+
+
+def extract(rev: str, into: Path) -> Path:
+    """src/ of `rev` of this repository, under `into`."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "src"],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def sandbox_times(src: Path, runs: int) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-c", TIMER, str(runs)], capture_output=True, text=True, env=env, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"the sandbox from {src} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return list(json.loads(out.stdout))
+
+
+def bare_times(runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=60, help="timed calls of each, in all (default 60)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds the calls are split into (default 6)")
+    parser.add_argument("--baseline-src", type=Path, help=f"the src/ to compare with (default: git {BASELINE_REV})")
+    args = parser.parse_args()
+    per_round = max(1, args.runs // args.rounds)
+    with tempfile.TemporaryDirectory(prefix="veriloop-sandbox-bench-") as tmp:
+        before = args.baseline_src or extract(BASELINE_REV, Path(tmp))
+        times: dict[str, list[float]] = {"python -c pass": [], "before": [], "after": []}
+        for _ in range(args.rounds):
+            times["python -c pass"] += bare_times(per_round)
+            times["before"] += sandbox_times(before, per_round)
+            times["after"] += sandbox_times(ROOT / "src", per_round)
+    load = os.getloadavg()[0]
+    print(f"{sys.executable}, uid {os.geteuid()}, {args.rounds} rounds of {per_round}; "
+          f"load average {load:.1f} on {os.cpu_count()} CPUs")
+    print(f"before: {before}\nafter:  {ROOT / 'src'}")
+    floor = statistics.median(times["python -c pass"])
+    for name, seconds in times.items():
+        median = statistics.median(seconds)
+        quartiles = statistics.quantiles(seconds, n=4)
+        print(f"{name:15} median {median * 1000:6.1f} ms (quartiles {quartiles[0] * 1000:.1f}-{quartiles[2] * 1000:.1f} ms)"
+              f"  {median / floor:.2f}x python -c pass")
+    ratio = statistics.median(times["after"]) / statistics.median(times["before"])
+    print(f"after / before: {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
