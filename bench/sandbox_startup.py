@@ -10,7 +10,8 @@ and a bare `python -c pass` subprocess as the floor any runner pays:
 
 Each version is timed in a child process of its own (the package is imported once there,
 as a long-running caller has it), in rounds that alternate the three, so machine noise
-hits all alike; medians are compared.
+hits all alike; medians are compared, of the wall time and of the CPU time the call's
+processes used (the steadier figure on a busy machine).
 
 Run: python bench/sandbox_startup.py [--runs 60] [--rounds 6] [--baseline-src DIR]
 """
@@ -32,18 +33,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "0a3310a"
 
-# Runs in the child: `n` timed calls after two untimed ones, the seconds as JSON.
+# Runs in the child: `n` timed calls after two untimed ones; the wall seconds of each and
+# the CPU seconds its processes used (reaped descendants: launcher, PID 1, program), as JSON.
 TIMER = """
-import json, sys, time
+import json, resource, sys, time
 from veriloop.tools.sandbox import run_python
 n = int(sys.argv[1])
 for _ in range(2):
     assert run_python("answer = 1").answer == "1"
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 times = []
 for _ in range(n):
-    start = time.perf_counter()
+    start, used = time.perf_counter(), cpu()
     result = run_python("answer = 1")
-    times.append(time.perf_counter() - start)
+    times.append((time.perf_counter() - start, cpu() - used))
     assert (result.answer, result.isolated) == ("1", True), result
 print(json.dumps(times))
 """
@@ -58,7 +63,7 @@ def extract(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def sandbox_times(src: Path, runs: int) -> list[float]:
+def sandbox_times(src: Path, runs: int) -> list[list[float]]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, "-c", TIMER, str(runs)], capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:
@@ -66,12 +71,14 @@ def sandbox_times(src: Path, runs: int) -> list[float]:
     return list(json.loads(out.stdout))
 
 
-def bare_times(runs: int) -> list[float]:
+def bare_times(runs: int) -> list[list[float]]:
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), os.times()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - start)
+        done = os.times()
+        times.append([time.perf_counter() - start,
+                      done.children_user + done.children_system - used.children_user - used.children_system])
     return times
 
 
@@ -84,7 +91,7 @@ def main() -> None:
     per_round = max(1, args.runs // args.rounds)
     with tempfile.TemporaryDirectory(prefix="veriloop-sandbox-bench-") as tmp:
         before = args.baseline_src or extract(BASELINE_REV, Path(tmp))
-        times: dict[str, list[float]] = {"python -c pass": [], "before": [], "after": []}
+        times: dict[str, list[list[float]]] = {"python -c pass": [], "before": [], "after": []}
         for _ in range(args.rounds):
             times["python -c pass"] += bare_times(per_round)
             times["before"] += sandbox_times(before, per_round)
@@ -93,14 +100,16 @@ def main() -> None:
     print(f"{sys.executable}, uid {os.geteuid()}, {args.rounds} rounds of {per_round}; "
           f"load average {load:.1f} on {os.cpu_count()} CPUs")
     print(f"before: {before}\nafter:  {ROOT / 'src'}")
-    floor = statistics.median(times["python -c pass"])
-    for name, seconds in times.items():
+    wall = {name: [t[0] for t in runs] for name, runs in times.items()}
+    cpu = {name: statistics.median(t[1] for t in runs) for name, runs in times.items()}
+    floor = statistics.median(wall["python -c pass"])
+    for name, seconds in wall.items():
         median = statistics.median(seconds)
         quartiles = statistics.quantiles(seconds, n=4)
         print(f"{name:15} median {median * 1000:6.1f} ms (quartiles {quartiles[0] * 1000:.1f}-{quartiles[2] * 1000:.1f} ms)"
-              f"  {median / floor:.2f}x python -c pass")
-    ratio = statistics.median(times["after"]) / statistics.median(times["before"])
-    print(f"after / before: {ratio:.2f}")
+              f"  {median / floor:.2f}x python -c pass; CPU {cpu[name] * 1000:.1f} ms")
+    ratio = statistics.median(wall["after"]) / statistics.median(wall["before"])
+    print(f"after / before: wall {ratio:.2f}, CPU {cpu['after'] / cpu['before']:.2f}")
 
 
 if __name__ == "__main__":

@@ -339,3 +339,15 @@ def test_namespace_filter_rows_jump_forward_and_end_in_returns() -> None:
         assert all(0 <= jt < 256 and 0 <= jf < 256 and i + 1 + max(jt, jf) < len(rows) for i, jt, jf in jumps)
         assert rows[-1][0] == rows[-2][0] == 0x06  # BPF_RET
     assert sandbox.namespace_filter("riscv64") == []
+
+
+def test_the_launchers_records_are_json_as_json_dumps_writes_it() -> None:
+    """The launcher writes its records without importing json (a start-up cost): its
+    encoder must give what json.dumps gives, for whatever text a program's answer holds."""
+    from veriloop.tools.sandbox_launcher import decode_config, encode_config, to_json
+
+    record = {"result": {"answer": 'a"\\b\n\x01\udc80é𝄞', "has_answer": True, "error": None}, "exit": 0,
+              "signal": -9, "memory": 1 << 40, "isolated": False}
+    assert to_json(record) == json.dumps(record)
+    config = {"paths": ["/x"], "seccomp_filter": [(32, 0, 0, 4)], "allow_unisolated": False, "uid": 65534}
+    assert decode_config(encode_config(config)) == config  # type: ignore[arg-type]

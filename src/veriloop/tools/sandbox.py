@@ -448,7 +448,7 @@ def run_python(
         }
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", LAUNCHER, json.dumps(config)],
+                [sys.executable, "-I", "-S", LAUNCHER, sandbox_launcher.encode_config(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

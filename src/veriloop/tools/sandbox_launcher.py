@@ -1,11 +1,15 @@
 """The sandbox's launcher: the process `tools.sandbox.run_python` starts as
-`python -I -S <this file> CONFIG_JSON`, with the program on stdin. tools/sandbox.py's
+`python -I -S <this file> CONFIG`, with the program on stdin (CONFIG: the configuration
+in `marshal`'s format, as hex; the parent is the same interpreter). tools/sandbox.py's
 docstring tells the whole design; this file is the part that runs in the child.
 
 Invariants:
 - Standard library only, and only its core: the launcher runs without site-packages
   (-S), and every millisecond of its start is paid once per program. `typing` is
-  imported for the type checker alone.
+  imported for the type checker alone; `json` is not imported (with `re`, which it
+  pulls in, it was 10-15 ms of each start): the configuration comes in `marshal`'s
+  format and records are written with `_json`'s string encoder (`to_json`); `traceback` is
+  imported only when the program raised.
 - Nothing happens at import: the parent imports this module for its constants and the
   type of its configuration; the work is in `main`, run only as a script.
 - The status pipe is written only by the launcher (a refusal) and by PID 1 (whether the
@@ -24,18 +28,23 @@ Invariants:
 from __future__ import annotations
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import signal
 import sys
+
+try:
+    from _json import encode_basestring_ascii
+except ImportError:  # a Python built without the accelerator
+    from json.encoder import py_encode_basestring_ascii as encode_basestring_ascii
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any, NoReturn, TypedDict
 
     class LauncherConfig(TypedDict):
-        """What the parent tells the launcher (as JSON, its first argument)."""
+        """What the parent tells the launcher (its first argument, `encode_config`)."""
 
         status_fd: int  # the launcher's and PID 1's pipe to the parent
         result_fd: int  # the program's process's pipe to the parent
@@ -92,11 +101,36 @@ OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
 
 
+def encode_config(cfg: LauncherConfig) -> str:
+    return marshal.dumps(dict(cfg)).hex()
+
+
+def decode_config(text: str) -> LauncherConfig:
+    cfg: LauncherConfig = marshal.loads(bytes.fromhex(text))
+    return cfg
+
+
+def to_json(value: object) -> str:
+    """JSON text of a record: dicts with string keys, strings, ints, booleans and None,
+    as json.dumps writes them (ASCII only)."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str):
+        return str(encode_basestring_ascii(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{to_json(str(k))}: {to_json(v)}" for k, v in value.items()) + "}"
+    return to_json(str(value))
+
+
 def emit(fd: int, record: dict[str, Any]) -> None:
     """One JSON record on a pipe; the leading newline ends any partial line the program
     left on the same pipe. A closed pipe (the parent gone) is not an error here."""
     try:
-        os.write(fd, ("\n" + json.dumps(record) + "\n").encode())
+        os.write(fd, ("\n" + to_json(record) + "\n").encode())
     except OSError:
         pass
 
@@ -297,7 +331,6 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
     """Run the program (this process is the sandbox: it runs nothing else after) and
     say what came of it: its `answer` as text, or its error's last line."""
     import builtins  # here, not at the top: the launcher's start stays as short as it can
-    import traceback
 
     record: dict[str, Any] = {"answer": None, "has_answer": False, "error": None}
     try:
@@ -315,7 +348,7 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
         except SystemExit:
             pass
         except BaseException as exc:
-            record["error"] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            record["error"] = last_line(exc)
         if record["error"] is None and "answer" in scope:
             value = scope["answer"]
             text: str | None
@@ -323,8 +356,7 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
                 text = value if isinstance(value, str) else str(value)
             except BaseException as exc:
                 text = None
-                record["error"] = ("cannot turn `answer` into text: "
-                                   + traceback.format_exception_only(type(exc), exc)[-1].strip())
+                record["error"] = "cannot turn `answer` into text: " + last_line(exc)
             if text is not None:
                 record["answer"] = text[:answer_chars]
                 record["has_answer"] = True
@@ -333,6 +365,12 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
     except BaseException:
         pass
     return record
+
+
+def last_line(exc: BaseException) -> str:
+    import traceback  # only when the program raised: a clean run does not pay for it
+
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
 def memory_used(page: int) -> int:
@@ -424,7 +462,7 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
 
 
 def main(argv: list[str]) -> None:
-    cfg: LauncherConfig = json.loads(argv[1])
+    cfg = decode_config(argv[1])
     code = sys.stdin.buffer.read().decode("utf-8", "replace")
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
