@@ -1,8 +1,8 @@
 """What does isolation cost per model-written program?
 
 CRITIC's math loop runs every program the model writes. This script times the python
-tool (new network, mount, PID, IPC and UTS namespaces, read-only mounts, private tmpfs,
-fresh sysfs, uid drop, no capabilities, seccomp filter, rlimits) against the bare minimum
+tool (new network, mount, PID, IPC and UTS namespaces, a root file system of its own,
+uid drop, no capabilities, seccomp filter, rlimits, a memory watch over all its processes) against the bare minimum
 any runner pays: a fresh `python -I -S -c <program>` subprocess with no isolation at all,
 on the same programs, alternating the two so machine noise hits both alike. Both must
 produce the same answers.
