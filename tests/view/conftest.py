@@ -3,6 +3,7 @@ per module, and run directories holding them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,40 @@ def checked_dir(tmp_path: Path, checked: dict[str, Trajectory]) -> Path:
 @pytest.fixture
 def run_dir(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
     return write_run(tmp_path / "run", list(played.values()))
+
+
+def write_config(run: Path, spec: dict, **settings: object) -> None:
+    """A config.json as `veriloop run` writes it: the settings and the whole experiment it
+    filled from its flags (`spec`), from which the run's domain could be rebuilt."""
+    from veriloop.experiment.spec import Experiment
+
+    dumped = Experiment.model_validate({
+        "name": "run", "models": {"main": {"id": "openai/scripted"}}, "strategies": ["standard"], **spec,
+    }).model_dump(mode="json")
+    (run / "config.json").write_text(json.dumps({"model": "openai/scripted", "seed": 0, **settings, "spec": dumped}))
+
+
+@pytest.fixture
+def task_run(tmp_path: Path, played: dict[str, Trajectory]) -> tuple[Path, Path]:
+    """A run directory handed over by someone else: its config.json is a `--task` run's,
+    naming a check file that writes a marker file when it is imported. Returns the run
+    and the marker's path."""
+    marker = tmp_path / "the-check-file-ran"
+    check = tmp_path / "their_check.py"
+    check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
+                     "def check(record, answer):\n    return True\n")
+    tasks = tmp_path / "sums.jsonl"
+    tasks.write_text('{"q": "1+1", "a": "2"}\n')
+    run = write_run(tmp_path / "task-run", [played["standard"]])
+    write_config(run, {"tasks": [{"file": str(tasks), "prompt": "{q}", "check": f"python:{check}:check",
+                                  "reference_field": "a"}], "n": 1},
+                 task=str(tasks), check=f"python:{check}:check", domain="sums")
+    return run, marker
+
+
+@pytest.fixture
+def huge_run(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
+    """A run directory whose config.json asks for 10^8 generated graph colouring instances."""
+    run = write_run(tmp_path / "huge-run", [played["standard"]])
+    write_config(run, {"domains": [{"name": "coloring"}], "n": 10**8}, domain="coloring", data=None)
+    return run
