@@ -82,3 +82,16 @@ def test_a_plain_run_file_is_named_whether_or_not_it_exists(tmp_path: Path) -> N
     assert run_file(tmp_path, TRAJECTORIES) == tmp_path / TRAJECTORIES
     (tmp_path / TRAJECTORIES).write_text("")
     assert run_file(tmp_path, TRAJECTORIES) == tmp_path / TRAJECTORIES
+
+
+def test_planning_an_experiment_leaves_a_cells_torn_last_line_as_it_is(tmp_path: Path) -> None:
+    from veriloop.experiment.executor import recorded_in
+
+    standard = parse_strategy("standard")
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    whole = traj("a").model_copy(update={"strategy": standard.canonical}).model_dump_json().encode() + b"\n"
+    torn = traj("b").model_dump_json().encode()[:30]
+    (cell / TRAJECTORIES).write_bytes(whole + torn)
+    assert [t.instance_id for t in recorded_in(cell, standard, 0)] == ["a"]
+    assert (cell / TRAJECTORIES).read_bytes() == whole + torn

@@ -490,3 +490,12 @@ def test_a_linked_instances_file_is_refused(run_dir, tmp_path):
     with pytest.raises(VeriloopError, match=r"instances\.jsonl is a symbolic link"):
         build([run_dir])
     assert build([run_dir], references=False).trajectories == 5
+
+
+def test_filters_count_names_that_a_plain_object_would_take_for_its_own(tmp_path, played, filter_options):
+    """A condition named "constructor" or "__proto__" (an imported file may name one) is
+    counted like any other: as keys of a plain JavaScript object the first read back the
+    Object function and the second set the object's prototype and vanished."""
+    named = [played["standard"].model_copy(update={"strategy": name}) for name in ("constructor", "__proto__")]
+    payload = data.build_payload(data.load([write_run(tmp_path / "named", named)]))
+    assert filter_options(payload) == [["all", "__proto__ (1)", "constructor (1)"]]
