@@ -178,8 +178,9 @@ def rescore_command(
     if check_timeout is not None and not (0 < check_timeout < float("inf")):
         raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
     check_fn = load_check(check) if check else None
-    timeout: dict[str, float] = {} if check_timeout is None else {"timeout": check_timeout}
-    chosen: Any = FunctionCheck(check_fn, **timeout) if check_fn else verifier
+    chosen: Any = verifier
+    if check_fn is not None:
+        chosen = FunctionCheck(check_fn) if check_timeout is None else FunctionCheck(check_fn, timeout=check_timeout)
     task_choice = TaskChoice(task, load_check(task_check) if task_check else check_fn, check_timeout)
     if not check:
         get_verifier(verifier)  # a typo fails before any model loads
