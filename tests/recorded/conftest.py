@@ -34,3 +34,61 @@ def game24() -> tuple[Domain, dict[str, Instance]]:
     1 1 2 12, g3 = 1 1 3 8, g4 = 1 1 4 6, g5 = 1 1 12 12), as `veriloop import` reads them."""
     domain = get_domain("game24")
     return domain, {i.id: i for i in domain.load_instances(None)}
+
+
+def _tree_state(root: Path) -> dict[str, str]:
+    """Every file and link under `root` by path: a file's SHA-256, a link's target. Equal
+    before and after means nothing under it was written, cut, added or removed."""
+    import hashlib
+    import os
+
+    found = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if path.is_symlink():
+            found[name] = "link to " + os.readlink(path)
+        elif path.is_file():
+            found[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.fixture
+def tree_state():
+    """_tree_state: what a directory holds, to compare before and after."""
+    return _tree_state
+
+
+@pytest.fixture
+def task_source(tmp_path: Path) -> tuple[Path, Path]:
+    """A run directory made with `--task` and `--check` by someone else: its config.json
+    names their check file, which writes a marker file when imported; two recorded
+    answers (the first right), and its instances recorded. Returns the run and the marker."""
+    import json
+
+    from veriloop.experiment.spec import Experiment
+    from veriloop.records import RoundRecord, Trajectory
+
+    marker = tmp_path / "their-check-ran"
+    theirs = tmp_path / "their_check.py"
+    theirs.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
+                      "def check(record, answer):\n    return True\n")
+    tasks = tmp_path / "sums.jsonl"
+    tasks.write_text('{"id": "s1", "q": "1+1", "a": "2"}\n{"id": "s2", "q": "2+2", "a": "4"}\n')
+    entry = {"file": str(tasks), "prompt": "What is {q}?", "check": f"python:{theirs}:check", "reference_field": "a",
+             "id_field": "id"}
+    spec = Experiment.model_validate({"name": "run", "models": {"main": {"id": "openai/scripted"}}, "tasks": [entry],
+                                      "strategies": ["standard"], "n": 2}).model_dump(mode="json")
+    run = tmp_path / "task-run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({
+        "model": "openai/scripted", "task": str(tasks), "check": entry["check"], "prompt": entry["prompt"],
+        "reference_field": "a", "id_field": "id", "domain": "sums", "seed": 0, "spec": spec}))
+    answers = {"s1": ("2", True), "s2": ("5", False)}
+    (run / "trajectories.jsonl").write_text("".join(Trajectory(
+        strategy="standard", domain="sums", model="scripted", instance_id=i, seed=0, final_text=text,
+        final_answer=text, correct=right, rounds=[RoundRecord(round=1, text=text, answer=text, correct=right)],
+    ).model_dump_json() + "\n" for i, (text, right) in answers.items()))
+    (run / "instances.jsonl").write_text(
+        '{"id":"s1","data":{"id":"s1","q":"1+1","a":"2"},"reference":"2"}\n'
+        '{"id":"s2","data":{"id":"s2","q":"2+2","a":"4"},"reference":"4"}\n')
+    return run, marker

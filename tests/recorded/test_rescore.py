@@ -266,3 +266,94 @@ def test_an_eval_cell_of_a_domain_or_a_task_can_be_rescored(instant_server, tmp_
         rescored = sorted(read_trajectories(out), key=lambda t: t.instance_id)
         assert [t.instance_id for t in rescored] == ids
         assert [r.verdict.ok for t in rescored for r in t.rounds] == [False, False]  # the server's reply is no answer
+
+
+# ------------------------------------------------------------------ the source is read, never written
+
+
+def test_an_out_that_is_the_source_or_inside_it_is_refused_and_nothing_is_written(toy_run, tree_state):
+    before = tree_state(toy_run)
+    for out in (toy_run, toy_run / "rescored", toy_run / "rescored" / "deeper"):
+        proc = veriloop("rescore", str(toy_run), "--verifier", "sound", "--out", str(out))
+        assert_one_line_error(proc, f"--out {out} ", "rescore never writes into the run it reads: give another --out")
+    assert tree_state(toy_run) == before
+
+
+def test_an_out_folder_holding_the_source_is_written_beside_it(toy_run, tree_state):
+    before = tree_state(toy_run)
+    proc = veriloop("rescore", str(toy_run), "--verifier", "sound", "--out", str(toy_run.parent))
+    assert proc.returncode == 0, proc.stderr
+    assert len(read_trajectories(toy_run.parent)) == len(TOY)
+    assert tree_state(toy_run) == before
+
+
+def test_a_torn_last_line_in_the_source_is_left_as_it_is_and_not_judged(toy_run, tmp_path, tree_state):
+    records = toy_run / "trajectories.jsonl"
+    whole = records.read_bytes()
+    last = whole.splitlines(keepends=True)[-1]
+    records.write_bytes(whole[: len(whole) - len(last)] + last[: len(last) // 2])  # a run still appending it
+    before = tree_state(toy_run)
+    proc = veriloop("rescore", str(toy_run), "--verifier", "sound", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert tree_state(toy_run) == before
+    assert sorted(t.instance_id for t in read_trajectories(tmp_path / "out")) == sorted(TOY)[:-1]
+
+
+@pytest.mark.parametrize("name", ["trajectories.jsonl", "config.json", "instances.jsonl"])
+def test_a_source_file_that_is_a_symbolic_link_is_refused_and_nothing_is_written(toy_run, tmp_path, tree_state, name):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (toy_run / name).rename(outside / name)
+    with open(outside / name, "ab") as f:
+        f.write(b'{"torn')  # what a reader that cuts torn lines would cut, there
+    (toy_run / name).symlink_to(outside / name)
+    before, there = tree_state(toy_run), tree_state(outside)
+    proc = veriloop("rescore", str(toy_run), "--verifier", "sound", "--out", str(tmp_path / "out"))
+    assert_one_line_error(proc, f"{toy_run / name} is a symbolic link; a run directory's {name} must be a file in it")
+    assert (tree_state(toy_run), tree_state(outside)) == (before, there)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_task_source_has_its_check_named_by_rescore_never_by_its_config(task_source, tmp_path, tree_state):
+    run, marker = task_source
+    before = tree_state(run)
+    proc = veriloop("rescore", str(run), "--verifier", "sound", "--out", str(tmp_path / "out"))
+    assert_one_line_error(proc, f"{run} was made with --task and a check; rescore imports no code a run directory "
+                          "names: give the check with --task-check SPEC")
+    mine = tmp_path / "my_check.py"
+    mine.write_text("def check(record, answer):\n    return answer.strip() == record['a']\n")
+    proc = veriloop("rescore", str(run), "--verifier", "sound", "--task-check", f"python:{mine}:check",
+                    "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    rescored = {t.instance_id: [r.verdict.ok for r in t.rounds] for t in read_trajectories(tmp_path / "out")}
+    assert rescored == {"s1": [True], "s2": [False]}
+    assert not marker.exists()
+    assert tree_state(run) == before
+
+
+def test_an_older_task_source_without_its_instances_needs_the_task_file_named(task_source, tmp_path):
+    run, marker = task_source
+    (run / "instances.jsonl").unlink()
+    mine = tmp_path / "my_check.py"
+    mine.write_text("def check(record, answer):\n    return answer.strip() == record['a']\n")
+    args = ["--verifier", "sound", "--task-check", f"python:{mine}:check", "--out", str(tmp_path / "out")]
+    assert_one_line_error(veriloop("rescore", str(run), *args),
+                          f"{run} was made with --task and recorded no instances.jsonl (an older run); rescore reads "
+                          "no task file a run directory names: give it with --task FILE")
+    proc = veriloop("rescore", str(run), *args, "--task", str(tmp_path / "sums.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(t.instance_id for t in read_trajectories(tmp_path / "out")) == ["s1", "s2"]
+    assert not marker.exists()
+
+
+def test_a_check_is_given_its_time_by_check_timeout(toy_run, tmp_path):
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\n\n\ndef slow(instance, answer):\n    time.sleep(2)\n    return True\n")
+    proc = veriloop("rescore", str(toy_run), "--check", f"python:{slow}:slow", "--check-timeout", "0.1",
+                    "--concurrency", "1", "--out", str(tmp_path / "out"))
+    assert "did not return within 0.1 s" in the_error(proc) and "--check-timeout" in the_error(proc)
+    assert_one_line_error(veriloop("rescore", str(toy_run), "--check-timeout", "1", "--out", str(tmp_path / "x")),
+                          "--check-timeout goes with --check or --task-check")
+    assert_one_line_error(veriloop("rescore", str(toy_run), "--check", f"python:{slow}:slow", "--check-timeout", "0",
+                                   "--out", str(tmp_path / "x")),
+                          "--check-timeout must be a positive number of seconds, not 0")

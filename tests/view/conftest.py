@@ -3,6 +3,7 @@ per module, and run directories holding them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,103 @@ def checked_dir(tmp_path: Path, checked: dict[str, Trajectory]) -> Path:
 @pytest.fixture
 def run_dir(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
     return write_run(tmp_path / "run", list(played.values()))
+
+
+def write_config(run: Path, spec: dict, **settings: object) -> None:
+    """A config.json as `veriloop run` writes it: the settings and the whole experiment it
+    filled from its flags (`spec`), from which the run's domain could be rebuilt."""
+    from veriloop.experiment.spec import Experiment
+
+    dumped = Experiment.model_validate({
+        "name": "run", "models": {"main": {"id": "openai/scripted"}}, "strategies": ["standard"], **spec,
+    }).model_dump(mode="json")
+    (run / "config.json").write_text(json.dumps({"model": "openai/scripted", "seed": 0, **settings, "spec": dumped}))
+
+
+@pytest.fixture
+def task_run(tmp_path: Path, played: dict[str, Trajectory]) -> tuple[Path, Path]:
+    """A run directory handed over by someone else: its config.json is a `--task` run's,
+    naming a check file that writes a marker file when it is imported. Returns the run
+    and the marker's path."""
+    marker = tmp_path / "the-check-file-ran"
+    check = tmp_path / "their_check.py"
+    check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
+                     "def check(record, answer):\n    return True\n")
+    tasks = tmp_path / "sums.jsonl"
+    tasks.write_text('{"q": "1+1", "a": "2"}\n')
+    run = write_run(tmp_path / "task-run", [played["standard"]])
+    write_config(run, {"tasks": [{"file": str(tasks), "prompt": "{q}", "check": f"python:{check}:check",
+                                  "reference_field": "a"}], "n": 1},
+                 task=str(tasks), check=f"python:{check}:check", domain="sums")
+    return run, marker
+
+
+@pytest.fixture
+def huge_run(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
+    """A run directory whose config.json asks for 10^8 generated graph colouring instances."""
+    run = write_run(tmp_path / "huge-run", [played["standard"]])
+    write_config(run, {"domains": [{"name": "coloring"}], "n": 10**8}, domain="coloring", data=None)
+    return run
+
+
+# The page's script run by Node on a stand-in for the few DOM calls it makes: enough to
+# draw the overview and read back what the filters offer, without a browser.
+FAKE_DOM = r"""
+const fs = require("fs"), vm = require("vm");
+const script = fs.readFileSync(process.argv[2], "utf8"), data = fs.readFileSync(process.argv[3], "utf8");
+class Node {
+  constructor(tag, text) { this.tag = tag; this.kids = []; this.style = {}; this.own = text === undefined ? null : text;
+    this.value = ""; this.scrollTop = 0; this.clientHeight = 600; }
+  appendChild(k) { this.kids.push(k); return k; }
+  removeChild(k) { this.kids = this.kids.filter(function (x) { return x !== k; }); return k; }
+  replaceChildren() { this.kids = []; for (const k of arguments) this.appendChild(typeof k === "object" ? k : new Node("#text", String(k))); }
+  setAttribute(k, v) { if (k === "value") this.value = String(v); }
+  addEventListener() {}
+  get firstChild() { return this.kids[0] || null; }
+  get textContent() { return this.own !== null ? this.own : this.kids.map(function (k) { return k.textContent; }).join(""); }
+  set textContent(v) { this.kids = []; this.own = String(v); }
+}
+const app = new Node("div");
+const document = {
+  getElementById: function (id) { return id === "veriloop-data" ? { textContent: data } : app; },
+  createElement: function (t) { return new Node(t); }, createElementNS: function (ns, t) { return new Node(t); },
+  createTextNode: function (s) { return new Node("#text", s); },
+};
+const window = { innerHeight: 800, addEventListener() {}, requestAnimationFrame() {}, scrollTo() {} };
+vm.runInNewContext(script, { document: document, window: window, location: { hash: "", protocol: "file:" },
+  history: { replaceState() {}, pushState() {} }, URLSearchParams: URLSearchParams, setInterval() {} });
+const selects = [];
+(function walk(n) {
+  if (n.tag === "select") selects.push(n.kids.map(function (o) { return o.textContent; }));
+  n.kids.forEach(walk);
+})(app);
+process.stdout.write(JSON.stringify(selects));
+"""
+
+
+@pytest.fixture
+def filter_options(tmp_path: Path):
+    """filter_options(payload): the options of each filter the page draws, in order, as the
+    page's script writes them (Node on a stand-in DOM)."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs Node.js (the Debian package nodejs)")
+    harness = tmp_path / "fake_dom.js"
+    harness.write_text(FAKE_DOM)
+
+    def run(payload: dict) -> list[list[str]]:
+        from veriloop.view import page
+
+        data = tmp_path / "payload.json"
+        data.write_text(json.dumps(payload))
+        script = tmp_path / "view.js"
+        script.write_text(page.asset("view.js"))
+        proc = subprocess.run([node, str(harness), str(script), str(data)], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    return run

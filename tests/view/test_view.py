@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import veriloop
+from helpers import veriloop, veriloop_process
 from view_runs import (
     CRITIQUE,
     FEEDBACK,
@@ -413,3 +414,88 @@ def test_cli_serve_answers_and_stops_on_ctrl_c(run_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ------------------------------------------------------------------ viewing reads data and runs nothing
+
+def test_references_are_the_ones_the_run_recorded(run_dir):
+    recorded = PUZZLE.model_copy(update={"reference": "(6 - 1) * 4 + 1 + 3 - 1 - 3"})  # any text the run recorded
+    (run_dir / "instances.jsonl").write_text(recorded.model_dump_json() + "\n")
+    payload = embedded_payload(build([run_dir]).html)
+    shown = {t["i"]: payload["S"][t["ref"]] for t in payload["T"] if "ref" in t}
+    assert shown == {PUZZLE.id: recorded.reference}
+
+
+def test_viewing_a_task_run_imports_no_check_file(task_run):
+    run, marker = task_run
+    built = build([run])  # references shown, as the command does by default
+    assert built.trajectories == 1 and "ref" not in embedded_payload(built.html)["T"][0]
+    proc = veriloop("view", str(run))
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+
+
+def test_serving_a_task_run_imports_no_check_file(task_run):
+    run, marker = task_run
+    server = ViewServer(LivePage([run], lambda version: build([run], live=True, version=version).html), port=0).start()
+    try:
+        assert len(embedded_payload(get(server.url))["T"]) == 1
+    finally:
+        server.stop()
+    assert not marker.exists()
+
+
+def test_a_config_asking_for_1e8_instances_is_viewed_at_once(huge_run):
+    # Rebuilding its domain would generate 10^8 graphs: the command would not end for days.
+    proc = veriloop_process("view", str(huge_run), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"wrote {huge_run / 'report.html'}: 1 trajectories, ")
+
+
+def test_serving_a_config_asking_for_1e8_instances_answers_at_once(huge_run):
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "veriloop.cli", "view", str(huge_run), "--serve", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="200"))
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "no address within 120 s: the page is still being built"
+        found = re.search(r"serving (http://127\.0\.0\.1:\d+/) ", proc.stdout.readline())
+        assert found
+        assert len(embedded_payload(get(found.group(1)))["T"]) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_linked_trajectory_file_is_refused_and_left_alone(tmp_path, played):
+    outside = write_run(tmp_path / "elsewhere", [played["standard"]]) / "trajectories.jsonl"
+    before = outside.read_bytes()
+    run = tmp_path / "linked"
+    run.mkdir()
+    os.symlink(outside, run / "trajectories.jsonl")
+    assert one_line_error(veriloop("view", str(run))) == (
+        f"error: {run / 'trajectories.jsonl'} is a symbolic link; a run directory's trajectories.jsonl must be a file "
+        "in it (copy the file in, or name the directory it points into)")
+    cell = tmp_path / "experiment" / "main" / "game24" / "standard-seed0"
+    cell.mkdir(parents=True)
+    os.symlink(outside, cell / "trajectories.jsonl")
+    assert "is a symbolic link" in one_line_error(veriloop("view", str(tmp_path / "experiment")))
+    assert outside.read_bytes() == before
+
+
+def test_a_linked_instances_file_is_refused(run_dir, tmp_path):
+    (tmp_path / "theirs.jsonl").write_text(PUZZLE.model_dump_json() + "\n")
+    os.symlink(tmp_path / "theirs.jsonl", run_dir / "instances.jsonl")
+    with pytest.raises(VeriloopError, match=r"instances\.jsonl is a symbolic link"):
+        build([run_dir])
+    assert build([run_dir], references=False).trajectories == 5
+
+
+def test_filters_count_names_that_a_plain_object_would_take_for_its_own(tmp_path, played, filter_options):
+    """A condition named "constructor" or "__proto__" (an imported file may name one) is
+    counted like any other: as keys of a plain JavaScript object the first read back the
+    Object function and the second set the object's prototype and vanished."""
+    named = [played["standard"].model_copy(update={"strategy": name}) for name in ("constructor", "__proto__")]
+    payload = data.build_payload(data.load([write_run(tmp_path / "named", named)]))
+    assert filter_options(payload) == [["all", "__proto__ (1)", "constructor (1)"]]

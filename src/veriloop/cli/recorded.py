@@ -133,6 +133,15 @@ def rescore_command(
         "python:path/to/file.py:function.")] = None,
     model: Annotated[str, typer.Option(help="The judge: a model id as `veriloop run --model` takes it (not loaded "
                                             "for the sound, visible or hidden verifier or a check).")] = DEFAULT_JUDGE,
+    task: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="For a SOURCE made with --task that recorded no instances.jsonl (an older run): the task's "
+        "records. Rescore never reads a task file the SOURCE's config.json names.")] = None,
+    task_check: Annotated[str | None, typer.Option(
+        metavar="SPEC", help="For a SOURCE made with --task and --check: the task's check, as --check takes it (default: "
+        "the --check verifier's). Rescore never imports a check the SOURCE's config.json names.")] = None,
+    check_timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="With --check or --task-check: seconds a check may take on one answer; one that has not "
+        "returned by then stops the rescore, as a check that raises does (default: 60).")] = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="Run directory to write (resumable). Default: SOURCE-rescored-VERIFIER.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Trajectories judged at once.", min=1)] = None,
@@ -159,12 +168,20 @@ def rescore_command(
     from ..experiment.budget import BudgetReached
     from ..experiment.spec import Budget
     from ..models.function import FunctionModel
-    from ..recorded.rescore import rescore
+    from ..recorded.rescore import TaskChoice, check_out, rescore, source_run
     from ..report import print_markdown, print_summary
     from ..strategies.base import verifier_calls
     from ..verifiers import get_verifier
 
-    chosen: Any = FunctionCheck(load_check(check)) if check else verifier
+    if check_timeout is not None and not (check or task_check):
+        raise VeriloopError("--check-timeout goes with --check or --task-check")
+    if check_timeout is not None and not (0 < check_timeout < float("inf")):
+        raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
+    check_fn = load_check(check) if check else None
+    chosen: Any = verifier
+    if check_fn is not None:
+        chosen = FunctionCheck(check_fn) if check_timeout is None else FunctionCheck(check_fn, timeout=check_timeout)
+    task_choice = TaskChoice(task, load_check(task_check) if task_check else check_fn, check_timeout)
     if not check:
         get_verifier(verifier)  # a typo fails before any model loads
     label = getattr(chosen, "name", verifier) if check else verifier
@@ -172,10 +189,12 @@ def rescore_command(
     needs_model = not check and verifier_calls(verifier) != 0
     run_dir = out_dir or source.with_name(f"{source.name}-rescored-{slug(str(label))}")
     budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_usd=None)
+    source_run(source)  # a source that is not one fails before any model loads
+    check_out(source, run_dir)
 
     async def job(s: Session) -> Any:
         return await rescore(source, run_dir, chosen, s.model, config={"judge": model if needs_model else None},
-                             concurrency=concurrency, budget=budget, on_progress=s.progress.update)
+                             concurrency=concurrency, budget=budget, on_progress=s.progress.update, task=task_choice)
 
     try:
         if needs_model:
@@ -191,7 +210,7 @@ def rescore_command(
             # Nothing waits on a model: many trajectories at once, so their records go to disk in batches.
             no_model = cast("Model", FunctionModel(no_judge, name="none", identity="none", concurrency=64))
             result = asyncio.run(rescore(source, run_dir, chosen, no_model, config={"judge": None},
-                                         concurrency=concurrency, budget=budget))
+                                         concurrency=concurrency, budget=budget, task=task_choice))
     except BudgetReached as exc:
         raise VeriloopError(f"{exc}: the answers judged so far are kept in {run_dir}; run again with a higher cap "
                             "to go on") from None

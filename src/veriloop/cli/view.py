@@ -31,8 +31,8 @@ def view(
         metavar="TEXT", help="The report's title. Default: the paths' names.",
     )] = None,
     references: Annotated[bool, typer.Option(
-        "--references/--no-references", help="Show each instance's reference answer, rebuilding the run's "
-        "instances from its config.json (Game of 24 takes a few seconds to generate its puzzles).",
+        "--references/--no-references", help="Show each instance's reference answer, as the run recorded it in "
+        "its instances.jsonl (older runs have none; viewing never rebuilds a run's domain or runs its check).",
     )] = True,
 ) -> None:
     """Write one HTML file that shows what the loops did: the results table with the
@@ -75,8 +75,7 @@ def _serve(paths: list[Path], target: Path, port: int, title: str | None, refere
     data.discover(paths)  # a wrong path is an error now, not a page that fails to build
 
     def make(version: str) -> str:
-        # Each rebuild looks the references up again; data keeps them per domain entry,
-        # so only the first build pays for generating the instances.
+        # Each rebuild reads the recorded references again: they are data, read in a moment.
         return build(paths, title, live=True, version=version, references=references, allow_empty=True).html
 
     page = LivePage(paths, make, on_build=lambda html: _write(target, html))

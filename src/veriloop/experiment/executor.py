@@ -35,7 +35,8 @@ from ..errors import VeriloopError
 from ..records import Trajectory
 from ..registry import Registry
 from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
-from .runner import TRAJECTORIES, load_trajectories, run_experiment
+from .jsonl import read_records
+from .runner import TRAJECTORIES, run_experiment
 from .spec import ROLE_CALLS, Cell, Experiment
 
 if TYPE_CHECKING:
@@ -182,9 +183,10 @@ def price_of(experiment: Experiment, cell: Cell) -> Callable[[str, int, int], fl
 
 
 def recorded_in(run_dir: Path, strategy: Strategy, seed: int) -> list[Trajectory]:
-    """The trajectories a cell's run directory holds for its strategy and seed."""
+    """The trajectories a cell's run directory holds for its strategy and seed, read only
+    (planning writes nothing: a torn last line is cut by the run that resumes the cell)."""
     key = (strategy.canonical, seed)
-    return [t for t in load_trajectories(run_dir / TRAJECTORIES) if (t.strategy, t.seed) == key]
+    return [t for t in read_records(run_dir / TRAJECTORIES, Trajectory, "trajectory") if (t.strategy, t.seed) == key]
 
 
 def tools_for(experiment: Experiment, dom: DomainPlan) -> Toolbox | None:

@@ -15,6 +15,13 @@ the file and the system's reason, for the records and for the small files beside
 (`write_file`, veriloop.files' one atomic write, named here for the run directory's
 writers: config.json, summary.json, experiment.json, results); what was written before
 it stays, and running again resumes from it.
+
+Reading is not writing: `load_records` (the writer's side: a run resuming in the
+directory it holds) cuts a torn last line; every reader of a run directory it does not
+own (the viewer, `rescore`'s source) uses `read_records`, which ignores that line and
+changes nothing, and `run_file`, which refuses a run's file that is a symbolic link or
+resolves outside its directory (reading through it would read, or for a writer cut,
+a file elsewhere).
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from ..groupcommit import GroupCommit
 
 R = TypeVar("R", bound=BaseModel)
 
-__all__ = ["RecordWriter", "drop_torn_tail", "load_records", "parse_records", "write_error", "write_file"]
+__all__ = ["RecordWriter", "drop_torn_tail", "load_records", "parse_records", "read_records", "run_file", "write_error",
+           "write_file"]
 
 
 def drop_torn_tail(path: Path) -> None:
@@ -59,8 +67,36 @@ def parse_records(path: Path, lines: Iterable[str | bytes], record: type[R], wha
     return found
 
 
+def run_file(directory: Path, name: str) -> Path:
+    """`directory / name`, a file of a run directory read by someone who does not own it:
+    a VeriloopError (one line) when it is a symbolic link or resolves outside the
+    directory. Whether it exists is the caller's question."""
+    path = directory / name
+    if path.is_symlink():
+        raise VeriloopError(f"{path} is a symbolic link; a run directory's {name} must be a file in it "
+                            "(copy the file in, or name the directory it points into)")
+    if path.exists() and not path.resolve().is_relative_to(directory.resolve()):
+        raise VeriloopError(f"{path} resolves outside {directory}; a run directory's {name} must be a file in it")
+    return path
+
+
+def read_records(path: Path, record: type[R], what: str | None = None) -> list[R]:
+    """Every complete record in the file, read only: a last line without its newline is a
+    record a run is still appending (or one a crash tore) and is left as it is, unread;
+    a missing file holds none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot read it ({exc.strerror})") from None
+    complete = data[: data.rfind(b"\n") + 1]
+    return parse_records(path, complete.split(b"\n"), record, what or record.__name__)
+
+
 def load_records(path: Path, record: type[R]) -> list[R]:
-    """Every record in the file, after dropping a torn last line."""
+    """Every record in the file, after dropping a torn last line: for the writer that
+    holds the file's directory only (see the module docstring)."""
     drop_torn_tail(path)
     if not path.exists():
         return []

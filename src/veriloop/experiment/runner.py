@@ -5,6 +5,13 @@ The output directory is the unit of resumption: `trajectories.jsonl` holds every
 run re-run makes no model call at all. A trajectory is written whole or not at all.
 A run holds its directory (experiment.dirlock) from `open_run` to `finish_run`: a second
 process on the same directory is refused, so no trajectory is written twice.
+
+A run records what its readers need beside its trajectories, so that none of them has to
+rebuild the run's domain (which for a `--task` run would import the check file its
+config.json names, and for a generated domain may take as long as the config asks):
+`open_run` writes `instances.jsonl`, the run's instances (id, data, reference) one per
+line, as `veriloop import` writes its own. The viewer takes references from it and
+`rescore` its instances.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from .paired import PairedComparison, run_paired
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
 CONFIG = "config.json"
+INSTANCES = "instances.jsonl"
 
 
 @dataclass
@@ -275,9 +283,16 @@ def open_run(
         "model_name": model_name, **(config or {}), "model_identity": model_identity, "domain": domain.name,
         "seed": seed, "roles": dict(sorted(role_identities.items())),
     })
+    write_instances(out_dir, instances)
     done = {t.key: t for t in load_trajectories(out_dir / TRAJECTORIES)}
     todo = [(s, inst) for s in strategies for inst in instances if (s.canonical, inst.id, seed) not in done]
     return done, todo
+
+
+def write_instances(out_dir: Path, instances: Iterable[Instance]) -> None:
+    """instances.jsonl: the instances a run directory's trajectories are on (see the
+    module docstring), written whole (a reader never sees half of it)."""
+    write_file(out_dir / INSTANCES, "".join(i.model_dump_json() + "\n" for i in instances))
 
 
 def finish_run(

@@ -1,7 +1,7 @@
 """Recorded answers (`answers.AnswerLine`s) into an ordinary run directory.
 
 What `veriloop run` writes, `import` writes: config.json, trajectories.jsonl (one
-trajectory per instance and condition) and summary.json. So `veriloop view`, the results
+trajectory per instance and condition), instances.jsonl and summary.json. So `veriloop view`, the results
 tables, `rescore` and every metric read an imported run unchanged.
 
 Invariants:
@@ -33,13 +33,12 @@ from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..experiment.dirlock import hold
 from ..experiment.metrics import StrategySummary, summarise
-from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, write_summary
+from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, write_instances, write_summary
 from ..files import write_file
 from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory
 from .answers import AnswerLine, Problem
 
 REPORT = "import.json"
-INSTANCES = "instances.jsonl"
 # The stop reasons of an imported trajectory: the source's loop ended as recorded, or a
 # loop stopped by a sound verifier accepted an attempt / ran out of attempts.
 RECORDED = "recorded"
@@ -152,7 +151,7 @@ def import_lines(
         write_file(out_dir / TRAJECTORIES, "".join(t.model_dump_json() + "\n" for t in ordered))
         # The instances themselves: `rescore` judges against them, whatever made them (a
         # data file, or the recorded prompts of a paper's release).
-        write_file(out_dir / INSTANCES, "".join(i.model_dump_json() + "\n" for i in used.values()))
+        write_instances(out_dir, used.values())
         conditions = list(dict.fromkeys(t.strategy for t in ordered))
         summaries = [summarise(c, (t for t in ordered if t.strategy == c)) for c in conditions]
         write_summary(RunResult(out_dir, summaries, len(ordered), 0, 0, 0.0), list(used.values()), 0, ordered)

@@ -13,6 +13,13 @@ Invariants:
   is finished; a second run judges only what is missing) and budgeted (`max_calls`,
   `max_tokens`: every judge call recorded counts, as in `veriloop eval`).
 - Ground truth is the source's: each round keeps the `correct` the source recorded.
+- The source is read, never written: its records are read without cutting a torn last
+  line, a file of it that is a symbolic link or resolves outside it is refused, an
+  `--out` that is the source or inside it is refused before anything is written, and
+  nothing the source's config.json names is imported or read as a task (a `--task`
+  source's check and file come from rescore's own command line: TaskChoice). Its
+  instances are the ones it recorded (instances.jsonl); only an older run without them
+  has a registered domain's instances rebuilt from its config.
 - Counterfactual stopping is exact for samples and for the attempts before the source's
   own stop; where V rejects the source's last attempt, the loop would have gone on with
   feedback nobody recorded, and the rescored trajectory ends at the last recorded attempt
@@ -31,23 +38,33 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, PrivateAttr
 
+from ..checks import CheckFunction
 from ..datafiles import loads
 from ..domains.base import Domain
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.budget import Meter, MeteredModel, usage_of
 from ..experiment.dirlock import hold
-from ..experiment.jsonl import load_records, write_file
+from ..experiment.jsonl import load_records, read_records, run_file, write_file
 from ..experiment.metrics import StrategySummary, summarise, wilson_interval
-from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, run_pairs, write_summary
-from ..experiment.spec import Budget
+from ..experiment.runner import (
+    CONFIG,
+    INSTANCES,
+    SUMMARY,
+    TRAJECTORIES,
+    RunResult,
+    check_run_dir,
+    run_pairs,
+    write_instances,
+    write_summary,
+)
+from ..experiment.spec import Budget, DomainEntry, TaskEntry
 from ..models.base import Model
 from ..records import Instance, RoundRecord, Trajectory
 from ..strategies.base import Strategy, VerifierSpec, verifier_calls
 from ..studies.verification import JudgedItem, VerifierScore, score_verifier
 from ..tools.base import Toolbox
 from ..verifiers import get_verifier
-from .importer import INSTANCES
 
 REPORT_JSON = "rescore.json"
 REPORT_MD = "rescore.md"
@@ -115,45 +132,133 @@ class RescoreResult:
     backend_calls: int
 
 
+def check_out(source: Path, out_dir: Path) -> None:
+    """Refuse an `out_dir` that would write into the source: the source itself or a
+    directory inside it, or one whose files rescore writes are symbolic links (an append
+    through one lands wherever it points). An `out_dir` holding the source further down
+    is fine: rescore writes its own files only."""
+    src, out = source.resolve(), out_dir.resolve()
+    if out == src or out.is_relative_to(src):
+        where = "is the source" if out == src else f"is inside the source {source}"
+        raise VeriloopError(f"--out {out_dir} {where}; rescore never writes into the run it reads: give another --out")
+    for name in (CONFIG, TRAJECTORIES, INSTANCES, SUMMARY, REPORT_JSON, REPORT_MD):
+        if (out_dir / name).is_symlink():
+            raise VeriloopError(f"{out_dir / name} is a symbolic link; rescore writes through none: give another --out")
+
+
 def source_run(source: Path) -> tuple[dict[str, Any], list[Trajectory]]:
-    """A run directory's config and trajectories, or a VeriloopError naming what is missing."""
-    config_path, records = source / CONFIG, source / TRAJECTORIES
+    """A run directory's config and trajectories, read only (a torn last line is left as
+    it is, unread), or a VeriloopError naming what is missing; a file of it that is a
+    symbolic link or resolves outside it is refused."""
     if not source.is_dir():
         raise VeriloopError(f"{source}: no such run directory; give one `veriloop run` or `veriloop import` wrote")
-    if not config_path.exists() or not records.exists():
+    config_path, records = run_file(source, CONFIG), run_file(source, TRAJECTORIES)
+    if not config_path.is_file() or not records.is_file():
         raise VeriloopError(f"{source} is not a run directory (no {CONFIG} and {TRAJECTORIES}); give one "
                             "`veriloop run` or `veriloop import` wrote")
     try:
         config = loads(config_path.read_text(encoding="utf-8"))
     except ValueError:
         raise VeriloopError(f"{config_path} is not valid JSON; restore it") from None
-    trajectories = [t for t in load_records(records, Trajectory) if t.rounds]
+    if not isinstance(config, dict):
+        raise VeriloopError(f"{config_path} is not a run's settings (a JSON object); restore it")
+    trajectories = [t for t in read_records(records, Trajectory, "trajectory") if t.rounds]
     if not trajectories:
         raise VeriloopError(f"{source} holds no recorded answer to judge")
     return config, trajectories
 
 
-def source_domain(source: Path, config: Mapping[str, Any]) -> tuple[Domain, dict[str, Instance]]:
-    """The domain and instances a run was made on: an import's own instances.jsonl, else
-    the data its config names (the spec `veriloop run` and `eval` record)."""
+@dataclass
+class TaskChoice:
+    """For a source made with `--task`: what rescore's own command line names. Rescore
+    never imports a check, or reads a task file, that a run directory's config.json names
+    (a directory handed to you would run its author's code): `check` is the task's check
+    (`--task-check`, else the `--check` verifier's), `file` the task's records for an older
+    run that recorded no instances.jsonl (`--task`)."""
+
+    file: Path | None = None
+    check: CheckFunction | None = None
+    check_timeout: float | None = None
+
+
+def source_domain(source: Path, config: Mapping[str, Any],
+                  task: TaskChoice | None = None) -> tuple[Domain, dict[str, Instance]]:
+    """The domain and instances a run was made on, built without running anything the
+    source names: the instances are the ones it recorded (instances.jsonl, which imports
+    and runs write); the domain a registered one named by its config, or for a task, one
+    made of what `task` names (see TaskChoice). An older run without instances.jsonl has
+    a registered domain's instances rebuilt from its config."""
     from ..domains import get_domain
 
-    if (source / INSTANCES).exists():
-        domain = get_domain(str(config["domain"]), **dict(config.get("domain_options") or {}))
-        instances = load_records(source / INSTANCES, Instance)
-        return domain, {i.id: i for i in instances}
-    if "spec" in config:
+    recorded = _recorded_instances(source)
+    entry = _domain_entry(source, config)
+    if isinstance(entry, TaskEntry) or "task" in config:
+        return _task_domain(source, config, entry if isinstance(entry, TaskEntry) else None, recorded,
+                            task or TaskChoice())
+    if entry is not None:
+        name, options = entry.name, dict(entry.options)
+    else:
+        name, options = str(config["domain"]), dict(config.get("domain_options") or {})
+    if recorded is not None:
+        return get_domain(name, **options), recorded
+    if entry is not None:
         from ..experiment.engine import build_domain, experiment_of_config
 
-        try:
-            spec = experiment_of_config(config)
-        except VeriloopError as exc:
-            raise VeriloopError(f"{source}: {exc}") from None
-        planned = build_domain(spec, spec.domain_entry(spec.domain_keys()[0]))
+        planned = build_domain(experiment_of_config(config), entry)
         return planned.domain, {i.id: i for i in planned.instances}
-    domain = get_domain(str(config["domain"]), **dict(config.get("domain_options") or {}))
+    domain = get_domain(name, **options)
     data = config.get("data")
     return domain, {i.id: i for i in domain.load_instances(None if data is None else str(data))}
+
+
+def _recorded_instances(source: Path) -> dict[str, Instance] | None:
+    path = run_file(source, INSTANCES)
+    if not path.is_file():
+        return None
+    return {i.id: i for i in read_records(path, Instance, "instance")}
+
+
+def _domain_entry(source: Path, config: Mapping[str, Any]) -> DomainEntry | TaskEntry | None:
+    """The domain or task entry of the spec a run recorded (plain data, validated), None
+    for a config without one (an import)."""
+    if "spec" not in config:
+        return None
+    from ..experiment.engine import experiment_of_config
+
+    try:
+        spec = experiment_of_config(config)
+    except VeriloopError as exc:
+        raise VeriloopError(f"{source}: {exc}") from None
+    return spec.domain_entry(spec.domain_keys()[0])
+
+
+def _task_domain(source: Path, config: Mapping[str, Any], entry: TaskEntry | None,
+                 recorded: dict[str, Instance] | None, given: TaskChoice) -> tuple[Domain, dict[str, Instance]]:
+    from ..checks import DEFAULT_CHECK_TIMEOUT
+    from ..task import Task
+
+    had_check = entry.check if entry is not None else config.get("check")
+    if had_check and given.check is None:
+        raise VeriloopError(f"{source} was made with --task and a check; rescore imports no code a run directory "
+                            "names: give the check with --task-check SPEC")
+    prompt = entry.prompt if entry is not None else config.get("prompt")
+    if not isinstance(prompt, str):
+        raise VeriloopError(f"{source}: its {CONFIG} records no prompt template for its task")
+    options: dict[str, Any] = {
+        "reference_field": entry.reference_field if entry is not None else config.get("reference_field"),
+        "id_field": entry.id_field if entry is not None else config.get("id_field"),
+        "check_timeout": given.check_timeout or (entry.check_timeout if entry is not None else None)
+        or DEFAULT_CHECK_TIMEOUT,
+        "name": str(config.get("domain") or "task"),
+    }
+    if recorded is not None:
+        # The records are the recorded instances' data (Task.user_instance falls back to it).
+        return Task([], prompt, given.check, **options), recorded
+    if given.file is None:
+        raise VeriloopError(f"{source} was made with --task and recorded no {INSTANCES} (an older run); rescore reads "
+                            "no task file a run directory names: give it with --task FILE")
+    domain = Task.from_jsonl(given.file, prompt, given.check, **options)
+    return domain, {i.id: i for i in domain.instances}
 
 
 def toolbox_for(domain: Domain, config: Mapping[str, Any]) -> Toolbox | None:
@@ -171,14 +276,17 @@ def toolbox_for(domain: Domain, config: Mapping[str, Any]) -> Toolbox | None:
 async def rescore(
     source: Path, out_dir: Path, verifier: Any, model: Model, *, config: Mapping[str, object],
     concurrency: int | None = None, budget: Budget | None = None, on_progress: Callable[[int, int], None] | None = None,
+    task: TaskChoice | None = None,
 ) -> RescoreResult:
     """Judge every recorded attempt in `source` with `verifier` on `model` (the judge) into
     `out_dir` (see the module docstring). `config` names the judge's settings; a directory
-    made with others is refused. A spent budget raises BudgetReached after the finished
-    trajectories are on disk."""
+    made with others is refused, and so is one that would write into `source` (check_out).
+    `task`: for a source made with `--task`, the check and file named by the caller. A
+    spent budget raises BudgetReached after the finished trajectories are on disk."""
     started = time.perf_counter()
+    check_out(source, out_dir)
     src_config, recorded = source_run(source)
-    domain, instances = source_domain(source, src_config)
+    domain, instances = source_domain(source, src_config, task)
     tools = toolbox_for(domain, src_config)
     missing = sorted({t.instance_id for t in recorded} - set(instances))
     if missing:
@@ -216,7 +324,7 @@ async def rescore(
         write_summary(run, [instances[i] for i in used], 0, ordered)
         # The instances judged, as an import keeps them: the viewer shows their references,
         # and a rescored directory can itself be rescored.
-        write_file(out_dir / INSTANCES, "".join(instances[i].model_dump_json() + "\n" for i in used))
+        write_instances(out_dir, (instances[i] for i in used))
         write_file(out_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
         write_file(out_dir / REPORT_MD, report_markdown(report, source))
     return RescoreResult(out_dir, report, summaries, len(new), len(done),

@@ -4,6 +4,12 @@ records, the overview figures (computed with experiment.metrics, as `veriloop ru
 computed with experiment.pools as the results files compute theirs) and the compact JSON
 payload the page embeds.
 
+Viewing reads data and never runs code or writes: the records are read without cutting a
+torn last line, references come from the instances.jsonl the run recorded (never from
+rebuilding its domain out of config.json, which could name a check file to import or ask
+for 10^8 generated instances), and a run's file that is a symbolic link or resolves
+outside its directory is refused.
+
 The payload stores every distinct text once (`S`) and every distinct message once (`M`,
 a role and a text); a call lists the indices of its messages. A few-shot prompt repeated
 over thousands of calls, or a conversation that grows by two messages a round, then costs
@@ -20,12 +26,13 @@ from typing import Any
 
 from ..errors import VeriloopError
 from ..experiment.frontier import output_round
-from ..experiment.jsonl import parse_records
+from ..experiment.jsonl import read_records, run_file
 from ..experiment.metrics import StrategySummary, summarise
 from ..experiment.pools import strategy_pools
-from ..records import CallRecord, Message, RoundRecord, Trajectory, Verdict
+from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory, Verdict
 
 TRAJECTORIES = "trajectories.jsonl"  # the run directory's record file (experiment.runner.TRAJECTORIES)
+INSTANCES = "instances.jsonl"  # its instances, with their references (experiment.runner.INSTANCES)
 ROLES = ("system", "user", "assistant")
 PAYLOAD_VERSION = 1
 
@@ -77,7 +84,8 @@ def _experiment_order(directory: Path, files: list[Path]) -> list[Path]:
 def discover(paths: Sequence[Path]) -> list[RunSource]:
     """The run directories the paths name: a run directory, an experiment directory (every
     trajectories.jsonl below it) or a trajectories.jsonl file. A path that does not exist
-    or holds no trajectory file is an error naming it."""
+    or holds no trajectory file is an error naming it; so is a run directory's
+    trajectories.jsonl that is a symbolic link or resolves outside it (experiment.jsonl.run_file)."""
     if not paths:
         raise VeriloopError("give a run directory, an experiment directory or a trajectories.jsonl file")
     found: list[tuple[Path, Path | None]] = []  # (trajectory file, experiment directory)
@@ -88,10 +96,12 @@ def discover(paths: Sequence[Path]) -> list[RunSource]:
             if path.suffix != ".jsonl":
                 raise VeriloopError(f"{path} is not a run directory, an experiment directory or a .jsonl file")
             found.append((path, None))
-        elif (path / TRAJECTORIES).is_file():
-            found.append((path / TRAJECTORIES, None))
+        elif (path / TRAJECTORIES).is_file() or (path / TRAJECTORIES).is_symlink():
+            found.append((run_file(path, TRAJECTORIES), None))
         else:
-            files = [f for f in path.rglob(TRAJECTORIES) if f.is_file()]
+            # rglob follows no linked directory; a linked trajectory file is refused by run_file.
+            files = [run_file(f.parent, TRAJECTORIES) for f in path.rglob(TRAJECTORIES)]
+            files = [f for f in files if f.is_file()]
             if not files:
                 raise VeriloopError(f"{path} holds no trajectories (no {TRAJECTORIES} in it or below it)")
             found += [(f, path) for f in _experiment_order(path, files)]
@@ -116,12 +126,8 @@ def discover(paths: Sequence[Path]) -> list[RunSource]:
 def read_trajectories(file: Path) -> list[Trajectory]:
     """The file's trajectories, read only: a run may be appending to it, so a last line
     without its newline is a record still being written and is left for the next read
-    (experiment.jsonl.load_records would cut it off the file)."""
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise VeriloopError(f"{file}: cannot read it ({exc.strerror})") from None
-    return parse_records(file, data[: data.rfind(b"\n") + 1].split(b"\n"), Trajectory, "trajectory")
+    (experiment.jsonl.read_records; load_records would cut it off the file)."""
+    return read_records(file, Trajectory, "trajectory")
 
 
 def load(paths: Sequence[Path], allow_empty: bool = False) -> Loaded:
@@ -362,42 +368,17 @@ def build_payload(
 
 
 def load_references(sources: Iterable[RunSource]) -> dict[str, dict[str, Any]]:
-    """Each source's instances' reference answers, where its config.json can rebuild its
-    domain's instances cheaply and they carry one; {} for a source where that fails (the
-    page then shows the ground truth's verdict alone)."""
+    """Each source's instances' reference answers, as its run recorded them (its
+    instances.jsonl, which `veriloop run`, `eval`, `import` and `rescore` write); {} for a
+    source without one, or one that cannot be read (the page then shows the ground
+    truth's verdict alone). Nothing is rebuilt: the run's config.json is never read, so
+    no domain is built and no check or task file it names is imported."""
     found: dict[str, dict[str, Any]] = {}
     for source in sources:
+        path = run_file(source.directory, INSTANCES)  # a symbolic link out of the run is refused, not followed
         try:
-            found[source.label] = _references_of(source.directory)
-        except Exception:  # a reference is a nicety: the report must not fail for one
-            found[source.label] = {}
+            rows = read_records(path, Instance, "instance")
+        except VeriloopError:  # a reference is a nicety: the report must not fail for one
+            rows = []
+        found[source.label] = {i.id: i.reference for i in rows if i.reference is not None}
     return found
-
-
-def _references_of(directory: Path) -> dict[str, Any]:
-    if (directory / "instances.jsonl").exists():  # an import's own instances
-        from ..records import Instance
-
-        rows = [Instance.model_validate_json(line) for line in (directory / "instances.jsonl").read_text().splitlines()
-                if line.strip()]
-        return {i.id: i.reference for i in rows if i.reference is not None}
-    config = json.loads((directory / "config.json").read_text())
-    if not isinstance(config.get("spec"), dict):
-        return {}
-    from ..experiment.engine import build_domain, experiment_of_config
-
-    experiment = experiment_of_config(config)
-    keys = experiment.domain_keys()
-    if len(keys) != 1:
-        return {}
-    entry = experiment.domain_entry(keys[0])
-    # The cells of an experiment share their domains' instances, and generating them may
-    # take seconds (Game of 24 solves every puzzle it makes): once per entry and process.
-    key = json.dumps([entry.model_dump(mode="json"), experiment.n, experiment.data_root], sort_keys=True, default=str)
-    if key not in _REFERENCES:
-        planned = build_domain(experiment, entry)
-        _REFERENCES[key] = {i.id: i.reference for i in planned.instances if i.reference is not None}
-    return _REFERENCES[key]
-
-
-_REFERENCES: dict[str, dict[str, Any]] = {}

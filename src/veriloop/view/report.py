@@ -32,8 +32,8 @@ def build(
     references: bool = True, allow_empty: bool = False,
 ) -> Built:
     """The report of every trajectory under `paths`. `live`: the page polls the server
-    for `version` and reloads when it changes. `references`: look up each instance's
-    reference answer by rebuilding the run's domain from its config.json."""
+    for `version` and reloads when it changes. `references`: show each instance's
+    reference answer, as the run recorded it (data.load_references; nothing is rebuilt)."""
     loaded = data.load(paths, allow_empty=allow_empty)
     refs = data.load_references(loaded.sources) if references else None
     payload = data.build_payload(loaded, title or title_for(paths), live=live, references=refs)

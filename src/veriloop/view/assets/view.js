@@ -75,10 +75,13 @@
       feedback: txt(r[6]) };
   }
   function group(t) { return G[t.g]; }
+  // A table keyed by values from the runs (a strategy, a condition, a model may be named
+  // "constructor" or "__proto__"): no prototype, so every name is an ordinary key.
+  function table() { return Object.create(null); }
 
   // ---- labels for groups: only the fields that tell the groups apart ----
   var varying = ["source", "model", "domain", "strategy", "seed"].filter(function (k) {
-    var seen = {};
+    var seen = table();
     G.forEach(function (g) { seen[g[k]] = 1; });
     return Object.keys(seen).length > 1;
   });
@@ -109,7 +112,7 @@
   var facetValues = FACETS.map(function (f) { return T.map(function (t) { return f.values(t); }); });
   var lowerIds = T.map(function (t) { return t.i.toLowerCase(); });
   var allValues = FACETS.map(function (f, fi) {
-    var seen = {};
+    var seen = table();
     facetValues[fi].forEach(function (vs) { vs.forEach(function (v) { seen[v] = 1; }); });
     return Object.keys(seen).sort();
   });
@@ -145,7 +148,7 @@
   function applyFilters() {
     var chosen = FACETS.map(function (f) { return state.f[f.key] || null; });
     var q = state.q.trim().toLowerCase();
-    var counts = FACETS.map(function () { return {}; });
+    var counts = FACETS.map(function () { return table(); });
     var passing = [];
     for (var i = 0; i < T.length; i++) {
       if (q && lowerIds[i].indexOf(q) < 0) continue;

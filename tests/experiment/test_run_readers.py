@@ -1,0 +1,97 @@
+"""What a run directory holds for its readers, and how they read it: a run records its
+instances (with their references) when it starts, so no reader rebuilds its domain; a
+reader's loader never writes (a torn last line is left as it is, unread); and a run's
+file that is a symbolic link or resolves outside the directory is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+import veriloop
+from veriloop.domains import get_domain
+from veriloop.errors import VeriloopError
+from veriloop.experiment.jsonl import read_records, run_file
+from veriloop.experiment.runner import INSTANCES, TRAJECTORIES, run_experiment
+from veriloop.records import Instance, Trajectory
+from veriloop.strategies import parse_strategy
+
+
+def traj(instance_id: str) -> Trajectory:
+    return Trajectory(strategy="standard", domain="game24", model="m", instance_id=instance_id, seed=0)
+
+
+def test_a_run_records_its_instances_and_their_references_when_it_starts(tmp_path: Path) -> None:
+    domain = get_domain("game24")
+    instances = domain.load_instances(None, n=2)
+    model = veriloop.model(lambda messages: "Answer: 24", name="m", identity="m", cache=False)
+    asyncio.run(run_experiment(model, domain, [parse_strategy("standard")], instances, tmp_path / "run"))
+    recorded = read_records(tmp_path / "run" / INSTANCES, Instance)
+    assert recorded == instances
+    assert [i.reference for i in recorded] == [i.reference for i in instances] and recorded[0].reference is not None
+
+
+def test_reading_records_leaves_a_torn_last_line_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / TRAJECTORIES
+    whole = traj("a").model_dump_json().encode() + b"\n"
+    torn = traj("b").model_dump_json().encode()[:30]
+    path.write_bytes(whole + torn)
+    assert [t.instance_id for t in read_records(path, Trajectory)] == ["a"]
+    assert path.read_bytes() == whole + torn
+
+
+def test_reading_a_missing_file_finds_no_record_and_creates_nothing(tmp_path: Path) -> None:
+    assert read_records(tmp_path / TRAJECTORIES, Trajectory) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_file_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text("x" * 30)
+    os.symlink(outside, run / TRAJECTORIES)
+    with pytest.raises(VeriloopError) as error:
+        run_file(run, TRAJECTORIES)
+    assert str(error.value) == (f"{run / TRAJECTORIES} is a symbolic link; a run directory's {TRAJECTORIES} must be "
+                                "a file in it (copy the file in, or name the directory it points into)")
+    # A link to a file inside the run too: following it is what a link is for, and refused all the same.
+    os.symlink(run / TRAJECTORIES, run / INSTANCES)
+    with pytest.raises(VeriloopError, match="is a symbolic link"):
+        run_file(run, INSTANCES)
+    assert outside.read_text() == "x" * 30
+
+
+def test_a_run_file_reached_through_a_linked_folder_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / TRAJECTORIES).write_text("")
+    run = tmp_path / "run"
+    run.mkdir()
+    os.symlink(outside, run / "cell")
+    with pytest.raises(VeriloopError) as error:
+        run_file(run, f"cell/{TRAJECTORIES}")
+    assert str(error.value) == (f"{run / 'cell' / TRAJECTORIES} resolves outside {run}; a run directory's "
+                                f"cell/{TRAJECTORIES} must be a file in it")
+
+
+def test_a_plain_run_file_is_named_whether_or_not_it_exists(tmp_path: Path) -> None:
+    assert run_file(tmp_path, TRAJECTORIES) == tmp_path / TRAJECTORIES
+    (tmp_path / TRAJECTORIES).write_text("")
+    assert run_file(tmp_path, TRAJECTORIES) == tmp_path / TRAJECTORIES
+
+
+def test_planning_an_experiment_leaves_a_cells_torn_last_line_as_it_is(tmp_path: Path) -> None:
+    from veriloop.experiment.executor import recorded_in
+
+    standard = parse_strategy("standard")
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    whole = traj("a").model_copy(update={"strategy": standard.canonical}).model_dump_json().encode() + b"\n"
+    torn = traj("b").model_dump_json().encode()[:30]
+    (cell / TRAJECTORIES).write_bytes(whole + torn)
+    assert [t.instance_id for t in recorded_in(cell, standard, 0)] == ["a"]
+    assert (cell / TRAJECTORIES).read_bytes() == whole + torn
