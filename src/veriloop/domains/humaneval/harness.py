@@ -430,10 +430,17 @@ def _guard():
     """Before any worker exists: this process cannot be traced or have its descriptors
     opened through /proc by a process of its uid, and an interrupt ends it (a signal a
     worker sends makes the run fail, it cannot turn into a test's exception)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+    _prctl(_PR_SET_DUMPABLE, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _prctl(option, value):
+    """prctl(2); nothing where there is none (not Linux: the sandbox runs only unisolated
+    there, where nothing is promised)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    call = getattr(libc, "prctl", None)
+    if call is not None and call(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(" + str(option) + ") failed")
 
 
 def _ended(status):
@@ -459,10 +466,15 @@ class _Remote:
         """Start a worker and define the candidate in it; the definition's reply."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+            raise
         if pid == 0:
             try:
-                ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
                 os.setpgid(0, 0)
                 os.dup2(request_r, 0)
                 os.dup2(reply_w, 1)
@@ -484,7 +496,7 @@ class _Remote:
             reply = _receive(self.replies)
         except (_Closed, OSError, ValueError):
             return {"error": {"kind": "definition_error", "message": "running the code that defines the function "
-                              "ended its process: " + _ended(self.stop()).replace("the function's process ", "")}}
+                              "failed: " + _ended(self.stop())}}
         except BaseException:
             self.stop()
             raise
@@ -545,10 +557,9 @@ class _Remote:
             if "value" in reply:
                 return _decode(reply["value"])
             if "raised" in reply and isinstance(reply["raised"], dict):
-                raised = reply["raised"]
-                exc = _relayed(raised, self.field)
+                failure = _relayed(reply["raised"], self.field)
             elif isinstance(reply.get("unsendable"), str):
-                exc = _Unsendable("the function returned " + _cut(reply["unsendable"], self.field) + "; " + _PLAIN)
+                failure = _Unsendable("the function returned " + _cut(reply["unsendable"], self.field) + "; " + _PLAIN)
             else:
                 raise ValueError("no value")
         except (_Closed, BrokenPipeError):
@@ -559,7 +570,7 @@ class _Remote:
         except BaseException:
             self.stop()
             raise
-        raise exc
+        raise failure
 
 
 def _relayed(raised, field):
@@ -705,6 +716,8 @@ class Harness:
         exec(compile(self.config.get("context", ""), "<prompt>", "exec"), ns)
         try:
             reply = self.timed(self.remote.start, _Output(self.field))
+        except OSError as exc:  # no process to be had: the machine's doing, not the candidate's
+            return None, {"kind": "harness", "message": "the function's process could not start: " + self.cut(exc)}
         except _Timeout:
             self.remote.stop()
             return None, {"kind": "timeout", "message": "running the code that defines the function did not finish "
