@@ -250,6 +250,30 @@ def test_the_values_that_arrive_are_plain_and_compared_as_such():
     assert verdict.errors[0].message == "assert add(0, 1) == 1 failed: got 0, expected 1"
 
 
+def test_the_function_holds_only_its_pipes_and_cannot_open_the_harnesss_descriptors_or_memory():
+    snoop = """
+import os
+def add(x, y):
+    held = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            held.append(os.readlink("/proc/self/fd/" + name).split(":")[0])
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    refused = []
+    for path in ("/proc/%d/fd" % os.getppid(), "/proc/%d/mem" % os.getppid()):
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+            refused.append("opened")
+        except OSError as exc:
+            refused.append(exc.errno)
+    return [sorted(held), refused]
+"""
+    verdict = QUICK.check_asserts(ADD, reply(snoop), [
+        "assert add(0, 0) == [['/dev/null', '/dev/null', '/dev/null', 'pipe', 'pipe'], [13, 13]]"])
+    assert (verdict.ok, verdict.errors) == (True, [])
+
+
 def test_a_function_that_ends_its_process_fails_that_call_and_the_next_get_a_fresh_one():
     code = "import os\ndef add(x, y):\n    if (x, y) == (1, 0):\n        os._exit(3)\n    return x + y\n"
     verdict = QUICK.verify(ADD, reply(code))
