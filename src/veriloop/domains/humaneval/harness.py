@@ -1,9 +1,10 @@
 """The test harness veriloop sends into its sandbox with a candidate function.
 
 This file is never run in veriloop's own process: `runner.py` reads its source, appends
-one line that calls `main` with the payload (base64 of JSON, this file's source among
-it), and hands the whole program to `tools.sandbox.run_python`, whose variable `answer`
-brings the report back (JSON).
+one line that calls `main` with the payload (base64 of JSON, the worker's part of this
+file among it: its source up to the line that opens the harness's side), and hands the
+whole program to `tools.sandbox.run_python`, whose variable `answer` brings the report
+back (JSON).
 
 Two processes inside the sandbox. The harness (the program's own process, trusted) runs
 the problem's prompt (its imports and helpers) and the tests; it never runs the
@@ -12,14 +13,16 @@ interpreter (fork, then exec, so none of the harness's memory, the tests among i
 comes along) holding only two pipes to the harness, in its own process group, killed
 if the harness dies. The worker runs the prompt, forgets the prompt's stub of the entry
 point, runs the candidate's code, then serves calls: each request is the arguments in
-the strict encoding below; each reply is the function's value in that encoding, or the
-exception it raised (its type, last line and the candidate's line it came from), with
-what it printed. In the tests the entry point is a stand-in that forwards each call to
+the strict encoding below (sent with marshal: the harness is trusted); each reply is the
+function's value in that encoding, or the exception it raised (its type, last line and
+the candidate's line it came from), with what it printed, as JSON that the harness only
+parses. In the tests the entry point is a stand-in that forwards each call to
 the worker and decodes the reply into fresh plain values, so every comparison is made
 here on values the candidate's code never touched. The worker keeps its state between
 calls of one run. A call that does not return within the test's time limit, or whose
 worker ends or answers out of protocol, fails; the worker is killed and a fresh one is
-started for the next call.
+started for the next call. The tests' budget starts with the first test: starting the
+worker and defining the function have one test's limit of their own.
 
 The encoding (`_encode`, `_decode`): None, bool, int, float (nan and infinities too),
 complex, str, bytes, and lists, tuples, dicts, sets and frozensets of them, at most
@@ -49,7 +52,8 @@ of a one-operator comparison, and the values of the variables the test assigned 
 names; an exception is reported by its last line and the candidate's line it came from.
 
 Invariants:
-- Standard library only, imported at the top.
+- Standard library only, imported at the top of each part: the worker's part imports
+  only what starts fast (its start is paid on every run), the harness's side the rest.
 - No triple backquote anywhere in this file: the sandbox would read one as a fenced block.
 - The report is bounded (`max_reported` failing tests in full, each field cut to
   `field_chars`), so it fits the sandbox's `answer`.
@@ -309,8 +313,8 @@ class _Worker:
             kind = type(exc)
             try:
                 sent = _encode(exc.args)
-            except BaseException:
-                sent = ["t", _cut(str(exc), self.field)]
+            except BaseException:  # arguments that do not cross: the text below still does
+                sent = ["t"]
             reply = {"raised": {"type": kind.__name__, "builtin": getattr(builtins, kind.__name__, None) is kind,
                                 "args": sent, "text": _exception_text(exc, self.field),
                                 "where": self.candidate_line(exc.__traceback__)}}
@@ -369,8 +373,8 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 _PLAIN = ("only plain values are compared: None, bool, int, float, complex, str, bytes, and lists, tuples, "
           "dicts and sets of them")
 
-# The worker's first code: reads this file's source from its request pipe (fd 0) and
-# serves. A string, because the worker is a fresh interpreter given only `-c`.
+# The worker's first code: reads the worker's part of this file from its request pipe
+# (fd 0) and serves. A string, because the worker is a fresh interpreter given only `-c`.
 _BOOT = (
     "import os\n"
     "def take(n):\n"
