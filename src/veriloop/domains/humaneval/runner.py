@@ -2,9 +2,11 @@
 
 The program sent is `harness.py`'s source with one line appended that calls its `main`
 on the payload: the problem's prompt, the candidate's code, the entry point, the mode
-("check", "asserts" or "examples") and the tests, as base64 of JSON (so nothing in them,
-a fence included, can change how the sandbox reads the program). The sandbox's
-`answer` brings the harness's report back as JSON.
+("check", "asserts" or "examples"), the tests and the worker's part of `harness.py`
+(its source up to `WORKER_END`: the harness starts the candidate's worker, a fresh
+interpreter, from it), as base64 of JSON
+(so nothing in them, a fence included, can change how the sandbox reads the program).
+The sandbox's `answer` brings the harness's report back as JSON.
 
 Invariants:
 - Nothing of a candidate or a test runs in this process; here the report is only read.
@@ -35,6 +37,7 @@ BUDGET_SECONDS = 6.0  # every test of one run together
 MAX_REPORTED = 20  # failing tests reported in full; the rest by kind only
 FIELD_CHARS = 300  # each reported text
 REPORT_CHARS = 200_000  # the sandbox's `answer` cap for the report
+WORKER_END = "# " + "-" * 70 + " the harness's side\n"  # harness.py's line after the worker's part
 
 _SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 
@@ -42,6 +45,13 @@ _SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 @cache
 def harness_source() -> str:
     return (Path(__file__).with_name("harness.py")).read_text(encoding="utf-8")
+
+
+@cache
+def worker_source() -> str:
+    """What the worker runs: harness.py up to WORKER_END (the wire and the serving loop)."""
+    source = harness_source()
+    return source[: source.index(WORKER_END)]
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,7 @@ class TestRunner:
         payload = {
             "context": context, "code": code, "entry_point": entry_point, "mode": mode, "tests": tests,
             "test_seconds": self.test_seconds, "budget_seconds": self.budget_seconds,
-            "max_reported": MAX_REPORTED, "field_chars": FIELD_CHARS,
+            "max_reported": MAX_REPORTED, "field_chars": FIELD_CHARS, "worker": worker_source(),
         }
         text = json.dumps(payload, sort_keys=True)
         key = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
