@@ -25,3 +25,23 @@ def test_a_suite_started_with_ctrl_c_ignored_still_gives_it_to_its_children():
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
+
+
+def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path: Path):
+    # The sandbox's tests (fork bombs use up its uid's processes) and the model tests rely
+    # on it; pytest 9.2 with pytest-xdist 3.8 silently spread a group over every worker.
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pathlib, pytest\n"
+        "pytestmark = pytest.mark.xdist_group('together')\n"
+        "@pytest.mark.parametrize('i', range(8))\n"
+        "def test_worker(i):\n"
+        "    (pathlib.Path(__file__).parent / f'ran-{i}').write_text(os.environ['PYTEST_XDIST_WORKER'])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+         "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path / "test_grouped.py")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    workers = {(tmp_path / f"ran-{i}").read_text() for i in range(8)}
+    assert len(workers) == 1, workers
