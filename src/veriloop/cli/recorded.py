@@ -12,6 +12,7 @@ import typer
 
 from ..errors import VeriloopError
 from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
+from .printable import printable
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -90,21 +91,28 @@ def import_command(
             lines_iter = _parsed(inspect_answers(source))
         hint = f" ({data})" if data else f" (the {dom.name} domain's own instances; give --data FILE)"
         result = import_lines(lines_iter, dom, instances.get, run_dir, config, data_hint=hint)
+    # Names, replies and paths come from the user's files: printed with control characters escaped.
     for problem in result.skipped:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     for problem in result.unreadable[:SHOWN]:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     if len(result.unreadable) > SHOWN:
-        print(f"... and {_unreadable(len(result.unreadable) - SHOWN, 'more ')}, each listed in "
-              f"{run_dir / 'import.json'}", file=sys.stderr)
-    print_summary(out, result.summaries, f"imported from {source} ({fmt}, {dom.name})")
+        print(printable(f"... and {_unreadable(len(result.unreadable) - SHOWN, 'more ')}, each listed in "
+                        f"{run_dir / 'import.json'}"), file=sys.stderr)
+    print_summary(out, result.summaries, printable(f"imported from {source} ({fmt}, {dom.name})"),
+                  _labels(result.summaries))
     skipped = f", {len(result.skipped)} skipped (listed above)" if result.skipped else ""
-    out.print(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
-              f"{_unreadable(len(result.unreadable))}; records in {run_dir}/",
+    out.print(printable(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
+                        f"{_unreadable(len(result.unreadable))}; records in {run_dir}/"),
               highlight=False, markup=False)
-    out.print(view_hint(run_dir), highlight=False, markup=False)
+    out.print(printable(view_hint(run_dir)), highlight=False, markup=False)
     if result.skipped:
         raise typer.Exit(1)
+
+
+def _labels(summaries: Iterable[Any]) -> dict[str, str]:
+    """Each condition's name as the tables print it (from a user's file: control characters escaped)."""
+    return {s.strategy: printable(s.strategy) for s in summaries}
 
 
 def _unreadable(count: int, more: str = "") -> str:
@@ -195,8 +203,8 @@ def rescore_command(
     except BudgetReached as exc:
         raise VeriloopError(f"{exc}: the answers judged so far are kept in {run_dir}; run again with a higher cap "
                             "to go on") from None
-    print_summary(out, result.summaries, f"{source} rescored by {label}")
-    print_markdown(out, (run_dir / "rescore.md").read_text(encoding="utf-8"))
-    out.print(f"{result.new} trajectories judged now, {result.reused} resumed, {result.backend_calls} backend calls; "
-              f"records in {run_dir}/", highlight=False, markup=False)
-    out.print(view_hint(run_dir), highlight=False, markup=False)
+    print_summary(out, result.summaries, printable(f"{source} rescored by {label}"), _labels(result.summaries))
+    print_markdown(out, printable((run_dir / "rescore.md").read_text(encoding="utf-8"), keep="\n"))
+    out.print(printable(f"{result.new} trajectories judged now, {result.reused} resumed, {result.backend_calls} "
+                        f"backend calls; records in {run_dir}/"), highlight=False, markup=False)
+    out.print(printable(view_hint(run_dir)), highlight=False, markup=False)

@@ -19,18 +19,23 @@ Invariants:
   otherwise is a `ReadOtherwise` with the convention of the authors' reader behind it
   (REVERSED_EDGE, ...), or "unexplained: ..." when none is, never dropped.
 - Nothing is written into the recorded folder; a file that is missing or not in the
-  authors' layout is one VeriloopError naming it.
+  authors' layout is one VeriloopError naming it. So is one that is not a regular file (a
+  folder, a device such as /dev/zero, a symlink loop) or is larger than MAX_JSON, checked
+  before a byte of it is read; JSON nested too deeply to parse is "not the authors' JSON".
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import loads
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
@@ -40,6 +45,9 @@ from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
 """The candidate kinds of the released colour-verification run, in the paper's order."""
 ACCEPTED = "Verifier confirmed success"
+MAX_JSON = 256 << 20
+"""The most veriloop reads of one recorded JSON file (the authors' largest is 3.4 MB): it
+is parsed whole, so this bounds what a file named like theirs can make a command hold."""
 CANDIDATE_START = "Please check if this coloring is correct:"
 CANDIDATE_END = "If it is, say"
 # Why veriloop's verifier and the authors' checker judge an answer otherwise: their conventions.
@@ -63,10 +71,32 @@ class Disagreement:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A file of the authors' layout, bounded before it is read (see MAX_JSON)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # O_NONBLOCK: a pipe named like the authors' file is refused below, not waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise VeriloopError(f"{path}: not found; --recorded names the folder self_verification_outputs") from None
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); the authors' layout "
+                            "holds a JSON file here: give self_verification_outputs as they released it") from None
+    with open(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else None if stat.S_ISREG(info.st_mode)
+                else "a device, pipe or socket")
+        if kind is not None:
+            raise VeriloopError(f"{path}: {kind}, not a JSON file; give self_verification_outputs as the authors "
+                                "released it")
+        if info.st_size > MAX_JSON:
+            raise VeriloopError(f"{path}: more than {MAX_JSON >> 20} MiB, the most veriloop reads of one of the "
+                                "authors' files (theirs hold at most 4 MiB); give self_verification_outputs as "
+                                "they released it")
+        # A file that grows while it is read stops at the cap all the same.
+        raw = handle.read(MAX_JSON + 1)
+    if len(raw) > MAX_JSON:
+        raise VeriloopError(f"{path}: grew past {MAX_JSON >> 20} MiB while read; read a copy that is not written to")
+    try:
+        data = loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VeriloopError(f"{path}: not the authors' JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -93,10 +123,27 @@ def _graph_reader(domain: Any, graphs: Path) -> Callable[[str], Instance]:
 
     def graph(key: str) -> Instance:
         if key not in loaded:
-            loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+            path = graphs / f"instance-{key}.col"
+            _check_graph(path)
+            loaded[key] = domain.load_instances(str(path), n=1)[0]
         return loaded[key]
 
     return graph
+
+
+def _check_graph(path: Path) -> None:
+    """A graph file is a regular file of at most MAX_JSON bytes before the domain reads it
+    (a missing one is left to the domain's own message)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); give the folder of "
+                            "DIMACS graphs (graph_coloring)") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON:
+        what = f"more than {MAX_JSON >> 20} MiB" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        raise VeriloopError(f"{path}: {what}, not a DIMACS graph; give the folder of DIMACS graphs (graph_coloring)")
 
 
 def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], list[Disagreement]]:
@@ -382,11 +429,15 @@ class Table1Cell:
     by_attempts: list[int]
 
 
+_NUMBERED = re.compile(r"response ([0-9]+)")
+
+
 def _answer_keys(record: dict[str, Any]) -> list[str]:
     """A record's answers in order: `response`, then `response 0`, `response 1`, ... (the
     other keys are prompts, feedback and critiques)."""
-    numbered = sorted((int(key.split()[1]), key) for key in record
-                      if key.startswith("response ") and key.split()[1].isdigit())
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+    numbered = sorted((int(found.group(1)), key) for key in record
+                      if (found := _NUMBERED.fullmatch(key)) is not None)
     return (["response"] if "response" in record else []) + [key for _, key in numbered]
 
 
