@@ -174,7 +174,9 @@ def _decompressed(handle: BinaryIO, entry: zipfile.ZipInfo) -> Iterator[bytes]:
 
 
 def _size(count: int) -> str:
-    return f"{count / (1 << 30):g} GiB" if count >= 1 << 30 else f"{count / (1 << 20):g} MiB"
+    if count >= 1 << 30:
+        return f"{round(count / (1 << 30), 1):g} GiB"
+    return f"{round(count / (1 << 20), 1):g} MiB" if count >= 1 << 20 else f"{count} bytes"
 
 
 def inspect_answers(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
