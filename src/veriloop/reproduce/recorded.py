@@ -80,13 +80,13 @@ def _read_json(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); the authors' layout "
                             "holds a JSON file here: give self_verification_outputs as they released it") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
+        raise VeriloopError(f"{path}: {kind}, not a JSON file; give self_verification_outputs as the authors "
+                            "released it")
     with open(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else None if stat.S_ISREG(info.st_mode)
-                else "a device, pipe or socket")
-        if kind is not None:
-            raise VeriloopError(f"{path}: {kind}, not a JSON file; give self_verification_outputs as the authors "
-                                "released it")
         if info.st_size > MAX_JSON:
             raise VeriloopError(f"{path}: more than {MAX_JSON >> 20} MiB, the most veriloop reads of one of the "
                                 "authors' files (theirs hold at most 4 MiB); give self_verification_outputs as "
