@@ -226,7 +226,7 @@ def import_hostile(root: Path) -> object:
     (lambda p: p.symlink_to("/dev/zero"), "a device, pipe or socket, not a JSON file"),
     (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "not the authors' JSON (arrays or objects nested too "
                                                             "deeply: line 1 column 100000 (char 99999))"),
-])
+], ids=["folder", "symlink-loop", "dev-zero", "deep-nesting"])
 def test_a_hostile_responses_file_is_one_error_naming_it(tmp_path, make, reason):
     responses = hostile_source(tmp_path)
     make(responses)
