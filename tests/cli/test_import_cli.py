@@ -208,3 +208,30 @@ def test_an_error_naming_a_hostile_path_is_escaped(tmp_path):
     proc = veriloop("import", str(tmp_path / f"{HOSTILE}.jsonl"), "--domain", "game24")
     assert_one_line_error(proc, f"{tmp_path / HOSTILE_SHOWN}.jsonl: no such file")
     assert OBEYED.findall(proc.stderr) == []
+
+
+def test_a_source_over_the_cap_is_refused_before_it_is_hashed(tmp_path, monkeypatch):
+    from veriloop.experiment import identity
+
+    hashed: list[object] = []
+    original = identity.content_sha256
+    monkeypatch.setattr(identity, "content_sha256", lambda path: hashed.append(path) or original(path))
+    source = tmp_path / "big.jsonl"
+    with source.open("wb") as handle:
+        handle.truncate((1 << 30) + 1)  # sparse: hashing it would read a GiB of zeros
+    proc = veriloop("import", str(source), "--domain", "game24", "--out", str(tmp_path / "run"))
+    assert_one_line_error(proc, f"{source} holds more than 1 GiB, the most an answers file may hold")
+    assert source not in hashed
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (lambda p: p.symlink_to("/dev/zero"), "a device, pipe or socket, not a file; it is not a run's config: choose "
+                                          "another --out"),
+    (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "is not valid JSON; restore it or choose another --out"),
+], ids=["dev-zero", "deep-nesting"])
+def test_a_hostile_config_in_the_out_directory_is_one_error(tmp_path, make, reason):
+    out = tmp_path / "run"
+    out.mkdir()
+    make(out / "config.json")
+    proc = veriloop("import", str(write_lines(tmp_path / "a.jsonl", RIGHT)), "--domain", "game24", "--out", str(out))
+    assert_one_line_error(proc, f"{out / 'config.json'}", reason)

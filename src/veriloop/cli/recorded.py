@@ -63,8 +63,10 @@ def import_command(
         raise VeriloopError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     dom = get_domain(domain, **domain_options(domain_option or []))
     run_dir = out_dir or Path("runs") / f"import-{slug(source.stem or source.name)}-{slug(domain)}"
+    # The source's hash is taken once the source has been checked (a device, a file over the
+    # caps): hashing reads every byte of it.
     config: dict[str, object] = {
-        "imported_from": str(source.resolve()), "format": fmt, "source_sha256": content_sha256(source),
+        "imported_from": str(source.resolve()), "format": fmt, "source_sha256": None,
         "data": str(data.resolve()) if data else None, "data_sha256": content_sha256(data),
         "domain_options": domain_options(domain_option or []),
     }
@@ -73,6 +75,7 @@ def import_command(
 
         recorded = read_source(source, dom, data)
         lines = recorded.lines
+        config["source_sha256"] = content_sha256(source)
         config["model_name"] = recorded.model
         if recorded.graphs is not None:
             # The graphs read, also those found beside SOURCE: a config names its data, as a run's does.
@@ -89,6 +92,7 @@ def import_command(
             from ..recorded.inspect_log import inspect_answers
 
             lines_iter = _parsed(inspect_answers(source))
+        config["source_sha256"] = content_sha256(source)
         hint = f" ({data})" if data else f" (the {dom.name} domain's own instances; give --data FILE)"
         result = import_lines(lines_iter, dom, instances.get, run_dir, config, data_hint=hint)
     # Names, replies and paths come from the user's files: printed with control characters escaped.

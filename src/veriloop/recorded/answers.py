@@ -37,7 +37,7 @@ from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ..datafiles import loads
+from ..datafiles import loads, size_text
 from ..errors import VeriloopError
 from ..records import Message, storable
 
@@ -177,8 +177,12 @@ _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 def read_answers(path: Path) -> Iterator[tuple[str, AnswerLine | Problem]]:
     """Each non-blank line of an answers file (JSON lines in UTF-8; a byte-order mark is
     allowed): (where, line or problem). A regular file or a pipe, read up to MAX_FILE
-    bytes, each line up to MAX_LINE."""
-    handle = _open(path)
+    bytes, each line up to MAX_LINE. The file is opened and checked when this is called,
+    not when the first line is asked for."""
+    return _lines(path, _open(path))
+
+
+def _lines(path: Path, handle: BinaryIO) -> Iterator[tuple[str, AnswerLine | Problem]]:
     with handle:
         lineno = total = 0
         while data := handle.readline(MAX_LINE + 1):
@@ -187,7 +191,7 @@ def read_answers(path: Path) -> Iterator[tuple[str, AnswerLine | Problem]]:
             where = f"{path}:{lineno}"
             if len(data) > MAX_LINE and not data.endswith(b"\n"):
                 total += _skip_line(handle, path, total)
-                yield where, Problem(where, f"a line longer than {MAX_LINE >> 20} MiB: not read (no recorded "
+                yield where, Problem(where, f"a line longer than {size_text(MAX_LINE)}: not read (no recorded "
                                             "answer is that long; check what wrote the file)")
                 continue
             _check_total(path, total)
@@ -238,7 +242,7 @@ def _check_total(path: Path, size: int, handle: BinaryIO | None = None) -> None:
     if size > MAX_FILE:
         if handle is not None:
             handle.close()
-        raise VeriloopError(f"{path} holds more than {MAX_FILE >> 30} GiB, the most an answers file may hold: "
+        raise VeriloopError(f"{path} holds more than {size_text(MAX_FILE)}, the most an answers file may hold: "
                             "split it (say, one file per condition) and import each with its own --out")
 
 

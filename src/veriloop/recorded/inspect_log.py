@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
+from ..datafiles import size_text
 from ..errors import VeriloopError
 
 SUFFIXES = (".eval", ".json")
@@ -81,7 +82,7 @@ def check_log(file: Path) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise VeriloopError(f"{file}: not a regular file (a device, pipe or socket); give an inspect log file")
     if info.st_size > MAX_LOG:
-        raise VeriloopError(f"{file}: more than {_size(MAX_LOG)}, the most veriloop reads of one log; import a "
+        raise VeriloopError(f"{file}: more than {size_text(MAX_LOG)}, the most veriloop reads of one log; import a "
                             "log of fewer samples (inspect eval --limit, or one task per log)")
     if file.suffix == ".eval":
         _check_archive(file)
@@ -106,11 +107,11 @@ def _check_archive(file: Path) -> None:
             total = 0
             for entry in entries:
                 if entry.file_size > MAX_ENTRY:
-                    refuse(f"entry {entry.filename[:80]!r} holds {_size(entry.file_size)} uncompressed, more than "
-                           f"the {_size(MAX_ENTRY)} veriloop reads of one entry")
+                    refuse(f"entry {entry.filename[:80]!r} holds {size_text(entry.file_size)} uncompressed, more than "
+                           f"the {size_text(MAX_ENTRY)} veriloop reads of one entry")
                 total += entry.file_size
                 if total > MAX_LOG:
-                    refuse(f"its entries hold more than {_size(MAX_LOG)} uncompressed, the most veriloop reads "
+                    refuse(f"its entries hold more than {size_text(MAX_LOG)} uncompressed, the most veriloop reads "
                            "of one log")
             for entry in entries:
                 read = 0
@@ -118,7 +119,7 @@ def _check_archive(file: Path) -> None:
                     read += len(block)
                     if read > entry.file_size:
                         refuse(f"entry {entry.filename[:80]!r} decompresses to more than the "
-                               f"{_size(entry.file_size)} it declares")
+                               f"{size_text(entry.file_size)} it declares")
     except VeriloopError:
         raise
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, struct.error) as exc:
@@ -173,26 +174,27 @@ def _decompressed(handle: BinaryIO, entry: zipfile.ZipInfo) -> Iterator[bytes]:
                                  "which inspect_ai does not write")
 
 
-def _size(count: int) -> str:
-    if count >= 1 << 30:
-        return f"{round(count / (1 << 30), 1):g} GiB"
-    return f"{round(count / (1 << 20), 1):g} MiB" if count >= 1 << 20 else f"{count} bytes"
-
-
 def inspect_answers(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, answers line) for each sample of each inspect log at `path` (a log file or a folder)."""
+    """(where, answers line) for each sample of each inspect log at `path` (a log file or a
+    folder). Every log is checked (`check_log`) when this is called, before any is read."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise VeriloopError("--format inspect reads logs with inspect_ai: pip install 'veriloop[inspect]'") from None
-    for file in log_files(path):
+    files = log_files(path)
+    for file in files:
         check_log(file)
-        try:
-            log = read_eval_log(str(file), resolve_attachments=True)
-        except Exception as exc:  # a foreign file fails inspect's reader in many ways
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read ({reason})") from None
-        yield from _log_answers(file, log)
+
+    def answers() -> Iterator[tuple[str, dict[str, Any]]]:
+        for file in files:
+            try:
+                log = read_eval_log(str(file), resolve_attachments=True)
+            except Exception as exc:  # a foreign file fails inspect's reader in many ways
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read ({reason})") from None
+            yield from _log_answers(file, log)
+
+    return answers()
 
 
 def _log_answers(file: Path, log: Any) -> Iterator[tuple[str, dict[str, Any]]]:

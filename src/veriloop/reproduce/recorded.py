@@ -27,7 +27,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
 import re
 import stat
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import loads
+from ..datafiles import CappedReadError, loads, read_capped, size_text
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
@@ -73,28 +72,12 @@ class Disagreement:
 def _read_json(path: Path) -> dict[str, Any]:
     """A file of the authors' layout, bounded before it is read (see MAX_JSON)."""
     try:
-        # O_NONBLOCK: a pipe named like the authors' file is refused below, not waited on.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        raw = read_capped(path, MAX_JSON)
     except FileNotFoundError:
         raise VeriloopError(f"{path}: not found; --recorded names the folder self_verification_outputs") from None
-    except OSError as exc:
-        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); the authors' layout "
-                            "holds a JSON file here: give self_verification_outputs as they released it") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
-        raise VeriloopError(f"{path}: {kind}, not a JSON file; give self_verification_outputs as the authors "
-                            "released it")
-    with open(fd, "rb") as handle:
-        if info.st_size > MAX_JSON:
-            raise VeriloopError(f"{path}: more than {MAX_JSON >> 20} MiB, the most veriloop reads of one of the "
-                                "authors' files (theirs hold at most 4 MiB); give self_verification_outputs as "
-                                "they released it")
-        # A file that grows while it is read stops at the cap all the same.
-        raw = handle.read(MAX_JSON + 1)
-    if len(raw) > MAX_JSON:
-        raise VeriloopError(f"{path}: grew past {MAX_JSON >> 20} MiB while read; read a copy that is not written to")
+    except CappedReadError as exc:
+        raise VeriloopError(f"{path}: {exc}; give self_verification_outputs as the authors released it (their "
+                            "files hold at most 4 MiB)") from None
     try:
         data = loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -142,7 +125,7 @@ def _check_graph(path: Path) -> None:
         raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); give the folder of "
                             "DIMACS graphs (graph_coloring)") from None
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON:
-        what = f"more than {MAX_JSON >> 20} MiB" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        what = f"more than {size_text(MAX_JSON)}" if stat.S_ISREG(info.st_mode) else "not a regular file"
         raise VeriloopError(f"{path}: {what}, not a DIMACS graph; give the folder of DIMACS graphs (graph_coloring)")
 
 
