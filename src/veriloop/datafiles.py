@@ -4,6 +4,10 @@ JSON from a file is parsed with `loads`: arrays or objects nested too deeply for
 recursive parser are a JSONDecodeError (pointing at the line where the nesting is
 deepest) like any other malformed JSON, never a RecursionError.
 
+A file from outside (a recorded release, a run directory's config) is read with
+`read_capped`: a regular file of at most a cap of bytes, checked before a byte is read, so
+a symlink to /dev/zero, a pipe or a file of many gigabytes never fills memory.
+
 Every value `loads` parses is made storable (lone surrogates from `\\ud800`-style escapes
 replaced by U+FFFD, see veriloop.records), so no prompt, cache key or record built from a
 data file can fail on its text.
@@ -12,6 +16,8 @@ data file can fail on its text.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +88,47 @@ def json_list_or_lines(path: Path, hint: str) -> list[tuple[str, dict[str, Any]]
             raise DataFileError(f"{path}, item {i}: expected a JSON object; {hint}")
         rows.append((f"item {i}", item))
     return rows
+
+
+class CappedReadError(Exception):
+    """Why `read_capped` read nothing, in a few words ("a folder, not a file", "more than
+    256 MiB"), for a message of the caller's that names the file and what to do."""
+
+
+def read_capped(path: Path, cap: int) -> bytes:
+    """The bytes of `path`, which must be a regular file of at most `cap` bytes (checked on
+    the opened file before it is read; a pipe is refused, never waited on). A missing file
+    is FileNotFoundError; every other reason to read nothing is a CappedReadError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CappedReadError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise CappedReadError("a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise CappedReadError("a device, pipe or socket, not a file")
+        if info.st_size > cap:
+            raise CappedReadError(f"more than {size_text(cap)}")
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read(cap + 1)
+    except OSError as exc:
+        raise CappedReadError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise CappedReadError(f"grew past {size_text(cap)} while it was read")
+    return data
+
+
+def size_text(count: int) -> str:
+    """A size in bytes as a person reads it: 1 GiB, 256 MiB, 1000 bytes."""
+    if count >= 1 << 30:
+        return f"{round(count / (1 << 30), 1):g} GiB"
+    return f"{round(count / (1 << 20), 1):g} MiB" if count >= 1 << 20 else f"{count} bytes"
 
 
 def loads(text: str) -> Any:

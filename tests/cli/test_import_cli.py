@@ -168,3 +168,70 @@ def test_view_writes_the_report_of_an_import_with_its_summarys_figures(imported,
     assert [payload["S"][r[6]] if r[6] is not None else None for r in loop["r"]] == [
         "That makes 12, not 24.", "Now use only two of the numbers.", None]
     assert data.accuracy_by_round(read_trajectories(out)[5:6], 3) == [0.0, 1.0, 0.0]
+
+
+# A name that, printed raw, sets the terminal's title, clears the screen, turns what follows
+# red (CSI as one C1 byte) and reverses the rest of the line.
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31mred\u202eevil"
+HOSTILE_SHOWN = "\\x1b]0;owned\\x07\\x1b[2J\\x9b31mred\\u202eevil"
+OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture(scope="module")
+def hostile_import(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    source = write_lines(folder / "answers.jsonl", {**RIGHT, "condition": HOSTILE, "model": HOSTILE},
+                         {"instance_id": "game24-g2", "response": "\x1b[2J\x9b31m", "condition": HOSTILE},
+                         {**RIGHT, "condition": HOSTILE})
+    out = folder / "run"
+    return veriloop("import", str(source), "--domain", "game24", "--out", str(out)), out
+
+
+def test_names_from_the_file_reach_the_terminal_with_control_characters_escaped(hostile_import):
+    proc, _ = hostile_import
+    assert proc.returncode == 1, proc.stderr
+    assert OBEYED.findall(proc.stdout + proc.stderr) == []
+    rows = [line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert rows == [HOSTILE_SHOWN]
+    assert len(proc.stderr.splitlines()) == 2  # the second line for g1, and g2's unreadable reply
+
+
+def test_rescore_prints_the_names_escaped(hostile_import, tmp_path):
+    _, imported = hostile_import
+    proc = veriloop("rescore", str(imported), "--verifier", "sound", "--out", str(tmp_path / "rescored"))
+    assert proc.returncode == 0, proc.stderr
+    assert OBEYED.findall(proc.stdout + proc.stderr) == []
+    assert HOSTILE_SHOWN in proc.stdout
+
+
+def test_an_error_naming_a_hostile_path_is_escaped(tmp_path):
+    proc = veriloop("import", str(tmp_path / f"{HOSTILE}.jsonl"), "--domain", "game24")
+    assert_one_line_error(proc, f"{tmp_path / HOSTILE_SHOWN}.jsonl: no such file")
+    assert OBEYED.findall(proc.stderr) == []
+
+
+def test_a_source_over_the_cap_is_refused_before_it_is_hashed(tmp_path, monkeypatch):
+    from veriloop.experiment import identity
+
+    hashed: list[object] = []
+    original = identity.content_sha256
+    monkeypatch.setattr(identity, "content_sha256", lambda path: hashed.append(path) or original(path))
+    source = tmp_path / "big.jsonl"
+    with source.open("wb") as handle:
+        handle.truncate((1 << 30) + 1)  # sparse: hashing it would read a GiB of zeros
+    proc = veriloop("import", str(source), "--domain", "game24", "--out", str(tmp_path / "run"))
+    assert_one_line_error(proc, f"{source} holds more than 1 GiB, the most an answers file may hold")
+    assert source not in hashed
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (lambda p: p.symlink_to("/dev/zero"), "a device, pipe or socket, not a file; it is not a run's config: choose "
+                                          "another --out"),
+    (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "is not valid JSON; restore it or choose another --out"),
+], ids=["dev-zero", "deep-nesting"])
+def test_a_hostile_config_in_the_out_directory_is_one_error(tmp_path, make, reason):
+    out = tmp_path / "run"
+    out.mkdir()
+    make(out / "config.json")
+    proc = veriloop("import", str(write_lines(tmp_path / "a.jsonl", RIGHT)), "--domain", "game24", "--out", str(out))
+    assert_one_line_error(proc, f"{out / 'config.json'}", reason)

@@ -542,3 +542,14 @@ def test_run_prints_its_paired_comparisons_after_the_table(tmp_path, instant_ser
     # The scripted server's one reply solves nothing: no instance tells the two apart.
     assert (paired["a_only"], paired["b_only"], paired["difference_ci95"], paired["p_value"]) == (0, 0, [0, 0], 1.0)
     assert "  sampling:k=2 vs standard: +0 points (+0 to +0), won 0, lost 0, p = 1.000" in lines[start:]
+
+
+def test_printable_escapes_what_a_terminal_obeys_and_nothing_else():
+    from veriloop.cli.printable import printable
+
+    obeyed = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x61C, 0x200E, 0x200F, 0x2028, 0x2029,
+                               *range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+    shown = printable(obeyed)
+    assert shown == "".join(f"\\x{ord(c):02x}" if ord(c) <= 0xFF else f"\\u{ord(c):04x}" for c in obeyed)
+    assert printable("naïve C:\\runs 24 ≥ 5 émoji 🎲 עברית") == "naïve C:\\runs 24 ≥ 5 émoji 🎲 עברית"
+    assert printable("a\tb\nc\x1b", keep="\n") == "a\\x09b\nc\\x1b"

@@ -1,12 +1,18 @@
 """Fixtures of the recorded-answers tests: the hand-written answers files under
-tests/data/recorded/ and the Game of 24 domain their ids name."""
+tests/data/recorded/ and the Game of 24 domain their ids name; zip archives that declare
+what they like, and a command run with its memory bounded (for hostile sources)."""
 
 from __future__ import annotations
 
+import resource
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import TEST_DATA
+from helpers import TEST_DATA, command_environ
 
 from veriloop.domains import get_domain
 from veriloop.domains.base import Domain
@@ -92,3 +98,61 @@ def task_source(tmp_path: Path) -> tuple[Path, Path]:
         '{"id":"s1","data":{"id":"s1","q":"1+1","a":"2"},"reference":"2"}\n'
         '{"id":"s2","data":{"id":"s2","q":"2+2","a":"4"},"reference":"4"}\n')
     return run, marker
+
+
+def _write_zip(path: Path, entries: list[tuple[str, int, bytes, int]]) -> Path:
+    """A zip archive written byte by byte, one (name, compression method, compressed bytes,
+    declared uncompressed size) per entry: zipfile always declares the true size, a hostile
+    archive declares what it likes. CRCs are 0 (nothing here reads an entry to its end)."""
+    body, directory = bytearray(), bytearray()
+    for name, method, data, size in entries:
+        encoded = name.encode()
+        offset = len(body)
+        body += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0, 0, len(data), size, len(encoded), 0)
+        body += encoded + data
+        directory += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, method, 0, 0, 0, len(data), size,
+                                 len(encoded), 0, 0, 0, 0, 0, offset) + encoded
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries), len(directory), len(body), 0)
+    path.write_bytes(bytes(body + directory + end))
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_zip() -> Callable[[Path, list[tuple[str, int, bytes, int]]], Path]:
+    """_write_zip: write_zip(path, [(name, method, compressed bytes, declared size), ...])."""
+    return _write_zip
+
+
+# What a command may take beyond the interpreter with veriloop and inspect_ai loaded.
+HEADROOM = 1 << 30
+
+
+def _address_space() -> int:
+    """The address space (bytes) of an interpreter that has loaded what `veriloop import` loads."""
+    probe = ("import re, inspect_ai.log, veriloop.cli.recorded, veriloop.recorded.importer; "
+             "print(re.search(r'VmPeak:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1))")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           env=command_environ(env=_ONE_ARENA))
+    return int(found.stdout) * 1024
+
+
+# glibc reserves 64 MiB of address space per malloc arena (one per thread, up to 8 per
+# core): one arena keeps the limit about the memory a command uses, not its threads.
+_ONE_ARENA = {"MALLOC_ARENA_MAX": "1"}
+
+
+@pytest.fixture(scope="session")
+def bounded_veriloop() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`python -m veriloop.cli ARGS` in a process whose address space may grow HEADROOM
+    beyond the interpreter's own with veriloop and inspect_ai loaded: a command that would
+    hold more fails (MemoryError) instead of taking the machine's memory."""
+    limit = _address_space() + HEADROOM
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        def cap() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        return subprocess.run([sys.executable, "-m", "veriloop.cli", *args], capture_output=True, text=True,
+                              env=command_environ(env=_ONE_ARENA), preexec_fn=cap, timeout=600)
+
+    return run

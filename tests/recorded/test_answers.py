@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from veriloop.errors import VeriloopError
+from veriloop.recorded import answers
 from veriloop.recorded.answers import AnswerLine, Problem, json_kind, parse_line, read_answers
 
 # tests/data/recorded/game24.jsonl: the lines the format itself refuses (the others are
@@ -126,3 +127,63 @@ def test_an_empty_file_has_no_lines(tmp_path: Path):
     path = tmp_path / "empty.jsonl"
     path.write_text("\n  \n")
     assert list(read_answers(path)) == []
+
+
+def test_a_line_nested_too_deeply_is_a_problem_not_a_recursion_error(tmp_path: Path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"instance_id": "a", "response": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+                    + json.dumps({"instance_id": "b", "response": "y"}) + "\n")
+    [(_, deep), (_, fine)] = list(read_answers(path))
+    assert deep == Problem(f"{path}:1", "not JSON (arrays or objects nested too deeply at column 100046)")
+    assert fine == AnswerLine(instance_id="b", responses=["y"])
+
+
+def test_a_device_is_refused_before_a_byte_is_read(tmp_path: Path):
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(VeriloopError) as error:
+        list(read_answers(zero))
+    assert str(error.value) == f"{zero} is not a regular file (a device or a socket); --format answers reads one " \
+                               "JSON lines file"
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    with pytest.raises(VeriloopError) as error:
+        list(read_answers(loop))
+    assert str(error.value) == f"{loop}: cannot be opened (Too many levels of symbolic links); give an answers " \
+                               "file (JSON lines) you can read"
+
+
+def test_a_file_over_the_cap_is_refused_naming_it(tmp_path: Path):
+    path = tmp_path / "big.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(answers.MAX_FILE + 1)  # sparse: nothing is written
+    with pytest.raises(VeriloopError) as error:
+        list(read_answers(path))
+    assert str(error.value) == (f"{path} holds more than 1 GiB, the most an answers file may hold: split it (say, one "
+                                "file per condition) and import each with its own --out")
+
+
+def test_a_line_over_the_cap_is_a_problem_and_the_next_line_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(answers, "MAX_LINE", 1 << 20)
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"instance_id": "a", "response": "x" * (3 << 20)}) + "\n"
+                    + json.dumps({"instance_id": "b", "response": "y" * 900}) + "\n")
+    [(_, long), (_, fine)] = list(read_answers(path))
+    assert long == Problem(f"{path}:1", "a line longer than 1 MiB: not read (no recorded answer is that long; check "
+                                        "what wrote the file)")
+    assert fine == AnswerLine(instance_id="b", responses=["y" * 900])
+
+
+@pytest.mark.parametrize(("line", "read"), [
+    ('{"instance_id": "a\\u0000", "response": "x\\u0000"}', AnswerLine(instance_id="a\0", responses=["x\0"])),
+    ('{"instance_id": "a", "response": "\\ud800"}', AnswerLine(instance_id="a", responses=["\ufffd"])),
+    ('{"instance_id": "a", "response": NaN}', Problem("F:1", '"response" must be a string (the reply) or null, '
+                                                             "not a number")),
+    ('{"instance_id": "a", "response": "x", "response": "y"}', AnswerLine(instance_id="a", responses=["y"])),
+    ('{"instance_id": "a", "response": "x"}\x00', Problem("F:1", "not JSON (Extra data at column 38)")),
+])
+def test_hostile_lines_are_read_or_one_problem(tmp_path: Path, line: str, read: AnswerLine | Problem):
+    path = tmp_path / "F"
+    path.write_text(line + "\n")
+    expected = Problem(f"{path}:1", read.reason) if isinstance(read, Problem) else read
+    assert [line for _, line in read_answers(path)] == [expected]

@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import inspect_ai
 import pytest
-from helpers import ROOT, read_trajectories, veriloop
+from helpers import ROOT, assert_one_line_error, read_trajectories, veriloop
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
@@ -28,6 +29,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
+from veriloop.recorded import inspect_log
 from veriloop.recorded.inspect_log import inspect_answers
 
 # inspect_ai 0.3.285's own retry setup calls tenacity with a deprecated argument.
@@ -235,3 +237,65 @@ def test_veriloop_import_verifies_each_epoch_as_the_mock_answered(eval_log: Path
         "game24-r3": ([False, True], [False, True], True, "inspect:game24_mock", "mockllm/model"),
         "game24-r4": ([False, True], [False, True], True, "inspect:game24_mock", "mockllm/model"),
     }
+
+
+BOMB = (1 << 32) - (1 << 20)  # zeros, zstd-compressed to about 130 KB; a zip declares at most 4 GiB - 1
+
+
+@pytest.fixture(scope="module")
+def zeros_zstd() -> bytes:
+    """BOMB bytes of zeros in one zstd frame, as inspect_ai compresses a log's entries."""
+    import zstandard
+
+    compress, zero = zstandard.ZstdCompressor(level=1).compressobj(), bytes(1 << 20)
+    return b"".join([*(compress.compress(zero) for _ in range(BOMB >> 20)), compress.flush()])
+
+
+ZIP_ZSTANDARD = 93  # the zip method inspect_ai writes
+
+
+def bombed(eval_log: Path, path: Path, zeros: bytes, declared: int, write_zip: Any) -> Path:
+    """The log at `eval_log` with its header.json replaced by `zeros` (zstd), declared `declared` bytes."""
+    with zipfile.ZipFile(eval_log) as archive:
+        entries = [(info.filename, zipfile.ZIP_STORED, archive.read(info), info.file_size)
+                   for info in archive.infolist() if info.filename != "header.json"]
+    return write_zip(path, [("header.json", ZIP_ZSTANDARD, zeros, declared), *entries])
+
+
+@pytest.mark.parametrize(("declared", "reason"), [
+    (BOMB, "entry 'header.json' holds 4 GiB uncompressed, more than the 256 MiB veriloop reads of one entry"),
+    (1000, "entry 'header.json' decompresses to more than the 1000 bytes it declares"),
+])
+def test_a_zip_bomb_is_one_error_in_bounded_memory(eval_log: Path, tmp_path: Path, zeros_zstd: bytes,
+                                                   bounded_veriloop: Any, write_zip: Any, declared: int, reason: str):
+    bomb = bombed(eval_log, tmp_path / "bomb.eval", zeros_zstd, declared, write_zip)
+    assert bomb.stat().st_size < 300_000  # the bomb and the log's own entries, uncompressed
+    # Address space capped at 1 GiB above the interpreter's: reading the bomb whole needs 4 GiB.
+    proc = bounded_veriloop("import", str(bomb), "--format", "inspect", "--domain", "game24", "--out",
+                            str(tmp_path / "out"))
+    assert_one_line_error(proc, f"{bomb}: {reason}; import a log of fewer samples")
+    assert not (tmp_path / "out").exists()
+
+
+def test_entries_are_counted_before_they_are_read(eval_log: Path, monkeypatch: pytest.MonkeyPatch):
+    with zipfile.ZipFile(eval_log) as archive:
+        count = len(archive.infolist())
+    monkeypatch.setattr(inspect_log, "MAX_ENTRIES", count - 1)
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(eval_log))}: more than {count - 1} entries in the "
+                                            "archive, the most veriloop reads; import a log of fewer samples"):
+        list(inspect_answers(eval_log))
+
+
+def test_a_log_larger_than_the_cap_is_refused_before_it_is_read(eval_log: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(inspect_log, "MAX_LOG", eval_log.stat().st_size - 1)
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(eval_log))}: more than \d+ bytes, the most veriloop "
+                                            r"reads of one log; import a log of fewer samples \(inspect eval --limit"):
+        list(inspect_answers(eval_log))
+
+
+def test_a_log_named_like_a_file_but_a_device_is_never_read(tmp_path: Path):
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(zero))}: not a regular file \(a device, pipe or "
+                                            r"socket\); give an inspect log file$"):
+        list(inspect_answers(zero))

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import read_trajectories, veriloop
+from helpers import assert_one_line_error, read_trajectories, veriloop
 
 from veriloop.errors import VeriloopError
 from veriloop.recorded.selfverification import condition_name, model_folders
@@ -199,3 +199,72 @@ def test_sources_that_hold_no_run_are_one_error(tmp_path):
     assert model_folders(tmp_path, "coloring") == [tmp_path / "graph_coloring" / "gpt-4"]
     assert model_folders(tmp_path / "graph_coloring", "coloring") == [tmp_path / "graph_coloring" / "gpt-4"]
     assert model_folders(tmp_path / "graph_coloring" / "gpt-4", "coloring") == [tmp_path / "graph_coloring" / "gpt-4"]
+
+
+PUZZLE_PROMPT = "Use numbers and basic arithmetic operations to obtain 24.\nInput: 1 1 4 6\n"
+
+
+def hostile_source(root: Path, records: object = None) -> Path:
+    """A self_verification_outputs holding one Game of 24 condition (standard), its
+    responses.json the JSON of `records` (None: left for the test to make)."""
+    folder = root / "game24" / "gpt-4" / "standard"
+    folder.mkdir(parents=True)
+    if records is not None:
+        (folder / "responses.json").write_text(json.dumps(records))
+    return folder / "responses.json"
+
+
+def import_hostile(root: Path) -> object:
+    return veriloop("import", str(root), "--domain", "game24", "--format", "self-verification",
+                    "--out", str(root / "run"))
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (lambda p: p.mkdir(), "a folder, not a file; give self_verification_outputs as the authors released it"),
+    (lambda p: p.symlink_to(p), "cannot be read (Too many levels of symbolic links); give self_verification_outputs as "
+                                "the authors released it"),
+    (lambda p: p.symlink_to("/dev/zero"), "a device, pipe or socket, not a file; give self_verification_outputs"),
+    (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "not the authors' JSON (arrays or objects nested too "
+                                                            "deeply: line 1 column 100000 (char 99999))"),
+], ids=["folder", "symlink-loop", "dev-zero", "deep-nesting"])
+def test_a_hostile_responses_file_is_one_error_naming_it(tmp_path, make, reason):
+    responses = hostile_source(tmp_path)
+    make(responses)
+    assert_one_line_error(import_hostile(tmp_path), f"error: {responses}: {reason}")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_responses_file_over_the_cap_is_refused_before_it_is_read(tmp_path):
+    responses = hostile_source(tmp_path)
+    with responses.open("wb") as handle:
+        handle.truncate((256 << 20) + 1)  # sparse
+    assert_one_line_error(import_hostile(tmp_path), f"error: {responses}: more than 256 MiB; give "
+                          "self_verification_outputs as the authors released it (their files hold at most 4 MiB)")
+
+
+def test_keys_and_values_outside_the_authors_layout_are_one_line_each(tmp_path):
+    responses = hostile_source(tmp_path, {
+        "1": {"query": PUZZLE_PROMPT, "response": "(1 + 1) * ...", "response ²": "ignored", "response ": "ignored",
+              "response 0": "Answer: 6 / (1 - 1 / 4)"},
+        "2": {"prompts": 5, "responses": ["x"]},
+        "3": {"prompts": [PUZZLE_PROMPT, {"deep": [[1]]}], "responses": ["x"]},
+        "4": {"query": ["not", "a", "string"], "response": "x"},
+        "5": {"query": PUZZLE_PROMPT, "response": 24},
+        "6": [1, 2],
+        "../7": {"query": PUZZLE_PROMPT, "response": "x"},
+    })
+    proc = import_hostile(tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"{responses}, instance 2: \"prompts\" is a number, not a list of strings",
+        f"{responses}, instance 3: \"prompts\" is a list holding an object, not a list of strings",
+        f"{responses}, instance 4: \"query\" is a list, not a string",
+        f"{responses}, instance 5: \"response\" is a number, not a string",
+        f"{responses}, instance 6: not an object of prompts and responses",
+        f"{responses}, instance ../7: the key '../7' is not an instance number (the authors key records 1, 2, ...)",
+        f"{responses}, instance 1: reply 1 is not a game24 answer (`(1 + 1) *` is not a well-formed arithmetic "
+        "expression.): recorded as a wrong answer",
+    ]
+    [t] = read_trajectories(tmp_path / "run")
+    assert [r.text for r in t.rounds] == ["(1 + 1) * ...", "Answer: 6 / (1 - 1 / 4)"]

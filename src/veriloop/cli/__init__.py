@@ -79,8 +79,11 @@ def main() -> None:
     try:
         app()
     except VeriloopError as exc:
-        # Plain print: rich would wrap a long message over several lines.
-        print(f"error: {exc}", file=sys.stderr)
+        from .printable import printable
+
+        # Plain print: rich would wrap a long message over several lines. A message may quote
+        # a user's file (a name, a path, a foreign reader's complaint): control characters escaped.
+        print(f"error: {printable(exc, keep=chr(10))}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -12,6 +12,7 @@ import typer
 
 from ..errors import VeriloopError
 from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
+from .printable import printable
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -62,8 +63,10 @@ def import_command(
         raise VeriloopError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     dom = get_domain(domain, **domain_options(domain_option or []))
     run_dir = out_dir or Path("runs") / f"import-{slug(source.stem or source.name)}-{slug(domain)}"
+    # The source's hash is taken once the source has been checked (a device, a file over the
+    # caps): hashing reads every byte of it.
     config: dict[str, object] = {
-        "imported_from": str(source.resolve()), "format": fmt, "source_sha256": content_sha256(source),
+        "imported_from": str(source.resolve()), "format": fmt, "source_sha256": None,
         "data": str(data.resolve()) if data else None, "data_sha256": content_sha256(data),
         "domain_options": domain_options(domain_option or []),
     }
@@ -72,6 +75,7 @@ def import_command(
 
         recorded = read_source(source, dom, data)
         lines = recorded.lines
+        config["source_sha256"] = content_sha256(source)
         config["model_name"] = recorded.model
         if recorded.graphs is not None:
             # The graphs read, also those found beside SOURCE: a config names its data, as a run's does.
@@ -88,23 +92,31 @@ def import_command(
             from ..recorded.inspect_log import inspect_answers
 
             lines_iter = _parsed(inspect_answers(source))
+        config["source_sha256"] = content_sha256(source)
         hint = f" ({data})" if data else f" (the {dom.name} domain's own instances; give --data FILE)"
         result = import_lines(lines_iter, dom, instances.get, run_dir, config, data_hint=hint)
+    # Names, replies and paths come from the user's files: printed with control characters escaped.
     for problem in result.skipped:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     for problem in result.unreadable[:SHOWN]:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     if len(result.unreadable) > SHOWN:
-        print(f"... and {_unreadable(len(result.unreadable) - SHOWN, 'more ')}, each listed in "
-              f"{run_dir / 'import.json'}", file=sys.stderr)
-    print_summary(out, result.summaries, f"imported from {source} ({fmt}, {dom.name})")
+        print(printable(f"... and {_unreadable(len(result.unreadable) - SHOWN, 'more ')}, each listed in "
+                        f"{run_dir / 'import.json'}"), file=sys.stderr)
+    print_summary(out, result.summaries, printable(f"imported from {source} ({fmt}, {dom.name})"),
+                  _labels(result.summaries))
     skipped = f", {len(result.skipped)} skipped (listed above)" if result.skipped else ""
-    out.print(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
-              f"{_unreadable(len(result.unreadable))}; records in {run_dir}/",
+    out.print(printable(f"{result.imported} of {result.lines} recorded lines imported{skipped}; "
+                        f"{_unreadable(len(result.unreadable))}; records in {run_dir}/"),
               highlight=False, markup=False)
-    out.print(view_hint(run_dir), highlight=False, markup=False)
+    out.print(printable(view_hint(run_dir)), highlight=False, markup=False)
     if result.skipped:
         raise typer.Exit(1)
+
+
+def _labels(summaries: Iterable[Any]) -> dict[str, str]:
+    """Each condition's name as the tables print it (from a user's file: control characters escaped)."""
+    return {s.strategy: printable(s.strategy) for s in summaries}
 
 
 def _unreadable(count: int, more: str = "") -> str:
@@ -214,8 +226,8 @@ def rescore_command(
     except BudgetReached as exc:
         raise VeriloopError(f"{exc}: the answers judged so far are kept in {run_dir}; run again with a higher cap "
                             "to go on") from None
-    print_summary(out, result.summaries, f"{source} rescored by {label}")
-    print_markdown(out, (run_dir / "rescore.md").read_text(encoding="utf-8"))
-    out.print(f"{result.new} trajectories judged now, {result.reused} resumed, {result.backend_calls} backend calls; "
-              f"records in {run_dir}/", highlight=False, markup=False)
-    out.print(view_hint(run_dir), highlight=False, markup=False)
+    print_summary(out, result.summaries, printable(f"{source} rescored by {label}"), _labels(result.summaries))
+    print_markdown(out, printable((run_dir / "rescore.md").read_text(encoding="utf-8"), keep="\n"))
+    out.print(printable(f"{result.new} trajectories judged now, {result.reused} resumed, {result.backend_calls} "
+                        f"backend calls; records in {run_dir}/"), highlight=False, markup=False)
+    out.print(printable(view_hint(run_dir)), highlight=False, markup=False)

@@ -13,8 +13,12 @@ metadata does not stop an import.
 Invariants:
 - Reading never raises on a line's content: every line is either an `AnswerLine` or a
   `Problem` naming the file, the line and what is wrong, in one line (a line that is not
-  UTF-8 too). Only a file that cannot be read at all (missing, a folder, UTF-16) is a
-  VeriloopError.
+  UTF-8, one nested too deeply to parse, one longer than MAX_LINE too). Only a file that
+  cannot be read at all (missing, a folder, a device, UTF-16, more than MAX_FILE bytes) is
+  a VeriloopError.
+- What is read is bounded before it is read: the file must be a regular file (or a pipe)
+  of at most MAX_FILE bytes (1 GiB) and a line is read at most MAX_LINE bytes (64 MiB) at
+  a time, so no source makes an import hold more than that of its text.
 - A reply that is `null` is kept as an empty reply: a recorded wrong answer, not a gap.
 - An optional key that is `null` is absent (other systems write `"model": null`).
 - `messages` are kept as {role, content} pairs of strings; a message's other keys (an API's
@@ -24,19 +28,27 @@ Invariants:
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from ..datafiles import loads, size_text
 from ..errors import VeriloopError
 from ..records import Message, storable
 
 DEFAULT_CONDITION = "imported"
 DEFAULT_MODEL = "imported"
 OPTIONAL = ("condition", "model", "feedback", "messages", "final")
+# The most an answers file and one of its lines may hold. Lines are read one at a time, but
+# every imported trajectory is held until the run directory is written, so the file's size
+# bounds the import's memory; a line bounds what one reply may cost before it is checked.
+MAX_FILE = 1 << 30
+MAX_LINE = 64 << 20
 
 
 def json_kind(value: Any) -> str:
@@ -164,16 +176,25 @@ _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 def read_answers(path: Path) -> Iterator[tuple[str, AnswerLine | Problem]]:
     """Each non-blank line of an answers file (JSON lines in UTF-8; a byte-order mark is
-    allowed): (where, line or problem)."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise VeriloopError(f"{path}: no such file; give an answers file (JSON lines)") from None
-    except IsADirectoryError:
-        raise VeriloopError(f"{path} is a folder; --format answers reads one JSON lines file") from None
+    allowed): (where, line or problem). A regular file or a pipe, read up to MAX_FILE
+    bytes, each line up to MAX_LINE. The file is opened and checked when this is called,
+    not when the first line is asked for."""
+    return _lines(path, _open(path))
+
+
+def _lines(path: Path, handle: BinaryIO) -> Iterator[tuple[str, AnswerLine | Problem]]:
     with handle:
-        for lineno, data in enumerate(handle, start=1):
+        lineno = total = 0
+        while data := handle.readline(MAX_LINE + 1):
+            lineno += 1
+            total += len(data)
             where = f"{path}:{lineno}"
+            if len(data) > MAX_LINE and not data.endswith(b"\n"):
+                total += _skip_line(handle, path, total)
+                yield where, Problem(where, f"a line longer than {size_text(MAX_LINE)}: not read (no recorded "
+                                            "answer is that long; check what wrote the file)")
+                continue
+            _check_total(path, total)
             if lineno == 1:
                 if data.startswith(_UTF16_MARKS):
                     raise VeriloopError(f"{path} is UTF-16 text; an answers file is JSON lines in UTF-8: "
@@ -187,8 +208,50 @@ def read_answers(path: Path) -> Iterator[tuple[str, AnswerLine | Problem]]:
             if not text.strip():
                 continue
             try:
-                raw = json.loads(text)
+                raw = loads(text)
             except json.JSONDecodeError as exc:
                 yield where, Problem(where, f"not JSON ({exc.msg} at column {exc.colno})")
                 continue
             yield where, parse_line(where, raw)
+
+
+def _open(path: Path) -> BinaryIO:
+    """The answers file, opened for reading once it is known to be a regular file (or a
+    pipe) of at most MAX_FILE bytes: a device such as /dev/zero is never read."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise VeriloopError(f"{path}: no such file; give an answers file (JSON lines)") from None
+    except IsADirectoryError:
+        raise VeriloopError(f"{path} is a folder; --format answers reads one JSON lines file") from None
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot be opened ({exc.strerror or type(exc).__name__}); give an answers "
+                            "file (JSON lines) you can read") from None
+    # The opened file's own status: the path may have been replaced since it was named.
+    mode, size = (info := os.fstat(handle.fileno())).st_mode, info.st_size
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        handle.close()
+        raise VeriloopError(f"{path} is not a regular file (a device or a socket); --format answers reads one JSON "
+                            "lines file")
+    if stat.S_ISREG(mode):
+        _check_total(path, size, handle)
+    return handle
+
+
+def _check_total(path: Path, size: int, handle: BinaryIO | None = None) -> None:
+    if size > MAX_FILE:
+        if handle is not None:
+            handle.close()
+        raise VeriloopError(f"{path} holds more than {size_text(MAX_FILE)}, the most an answers file may hold: "
+                            "split it (say, one file per condition) and import each with its own --out")
+
+
+def _skip_line(handle: BinaryIO, path: Path, read: int) -> int:
+    """Read past the rest of an overlong line a block at a time; the bytes skipped."""
+    skipped = 0
+    while block := handle.readline(1 << 20):
+        skipped += len(block)
+        _check_total(path, read + skipped)
+        if block.endswith(b"\n"):
+            break
+    return skipped

@@ -18,6 +18,8 @@ Invariants:
   of the same source wrote there; a directory holding another run is refused (one
   `veriloop run` made, one imported from another source, or a folder of runs or an
   experiment, whose runs `veriloop view` would no longer show beside the import).
+- A directory's config.json is read bounded (a regular file of at most MAX_CONFIG bytes,
+  nesting a JSON error) before anything else reads it: a hostile --out is one error line.
 - Recorded calls cost this machine nothing: their tokens and seconds are 0 unless the
   source says otherwise, and they are not marked cached (they were real calls, elsewhere).
 """
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..datafiles import CappedReadError, loads, read_capped
 from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..experiment.dirlock import hold
@@ -42,6 +45,8 @@ REPORT = "import.json"
 # The stop reasons of an imported trajectory: the source's loop ended as recorded, or a
 # loop stopped by a sound verifier accepted an attempt / ran out of attempts.
 RECORDED = "recorded"
+# A run's config.json is a few hundred bytes; one in --out larger than this is not a run's.
+MAX_CONFIG = 1 << 20
 
 
 @dataclass
@@ -186,7 +191,9 @@ def _refuse_another_run(out_dir: Path, config: Mapping[str, object]) -> None:
                                 "`veriloop view`; choose another --out")
         return
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = loads(read_capped(path, MAX_CONFIG).decode("utf-8"))
+    except CappedReadError as exc:
+        raise VeriloopError(f"{path}: {exc}; it is not a run's config: choose another --out") from None
     except ValueError:
         raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
     if not isinstance(old, dict) or "imported_from" not in old:

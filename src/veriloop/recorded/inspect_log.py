@@ -18,22 +18,40 @@ Invariants:
   never a crash and never a gap.
 - A file that is not an inspect log, or a log whose eval did not succeed, is one
   VeriloopError naming the file; so is a folder holding no log.
+- What inspect_ai's reader is given is bounded first (`check_log`): a regular file of at
+  most MAX_LOG bytes, and for a .eval (a zip) at most MAX_ENTRIES entries of at most
+  MAX_ENTRY bytes each and MAX_LOG in all, uncompressed, checked as declared and while
+  decompressing. A zip bomb is one error line, read in blocks of 1 MiB.
 - A folder's logs are read in the order of their paths, so an import is the same whatever
   order the files were written in.
 """
 
 from __future__ import annotations
 
+import stat
+import struct
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NoReturn
 
+from ..datafiles import size_text
 from ..errors import VeriloopError
 
 SUFFIXES = (".eval", ".json")
 # inspect's own index of a log folder (`write_log_dir_manifest`): log headers, not a log.
 MANIFEST = "logs.json"
 CONDITION_PREFIX = "inspect:"
+# What inspect_ai's reader is given at most (see check_log). A log is read whole into
+# memory, so these bound an import's memory; inspect's own logs of thousands of samples
+# with full transcripts stay well below them.
+MAX_LOG = 1 << 30  # a .json log's size, or the sum of a .eval's entries uncompressed
+MAX_ENTRY = 256 << 20  # one entry of a .eval, uncompressed
+MAX_ENTRIES = 100_000  # entries of a .eval (a sample is one, and its epochs one each)
+MAX_DIRECTORY = 32 << 20  # a .eval's central directory, parsed whole by zipfile
+BLOCK = 1 << 20  # what an entry's check holds decompressed at a time
+ZIP_ZSTANDARD = 93  # inspect_ai's compression (zipfile knows it once inspect_ai patched it)
 
 
 def log_files(path: Path) -> list[Path]:
@@ -50,19 +68,133 @@ def log_files(path: Path) -> list[Path]:
     return [path]
 
 
+def check_log(file: Path) -> None:
+    """Refuse, in one VeriloopError naming the file and the cap, a log inspect_ai's reader
+    should not be given: not a regular file, more than MAX_LOG bytes, or (.eval, a zip) more
+    than MAX_ENTRIES entries, an entry of more than MAX_ENTRY bytes uncompressed or more
+    than MAX_LOG in all. An entry's size is checked as declared and again as decompressed,
+    a block at a time, so a zip bomb costs a block of memory, never its size."""
+    try:
+        info = file.stat()
+    except OSError as exc:
+        raise VeriloopError(f"{file}: cannot be read ({exc.strerror or type(exc).__name__}); give an inspect log "
+                            "(.eval or .json) you can read") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise VeriloopError(f"{file}: not a regular file (a device, pipe or socket); give an inspect log file")
+    if info.st_size > MAX_LOG:
+        raise VeriloopError(f"{file}: more than {size_text(MAX_LOG)}, the most veriloop reads of one log; import a "
+                            "log of fewer samples (inspect eval --limit, or one task per log)")
+    if file.suffix == ".eval":
+        _check_archive(file)
+
+
+def _check_archive(file: Path) -> None:
+    def refuse(what: str) -> NoReturn:
+        raise VeriloopError(f"{file}: {what}; import a log of fewer samples (inspect eval --limit, or one task "
+                            "per log), or check what wrote the file")
+
+    try:
+        with file.open("rb") as handle:
+            # The central directory is parsed whole by zipfile: its size bounds it before.
+            end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]
+            if end is None:
+                return  # not a zip: inspect_ai's reader says what it is not, decompressing nothing
+            if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ENTRIES or end[zipfile._ECD_SIZE] > MAX_DIRECTORY:  # type: ignore[attr-defined]
+                refuse(f"more than {MAX_ENTRIES} entries in the archive, the most veriloop reads")
+            entries = zipfile.ZipFile(handle).infolist()
+            if len(entries) > MAX_ENTRIES:
+                refuse(f"{len(entries)} entries in the archive, more than the {MAX_ENTRIES} veriloop reads")
+            total = 0
+            for entry in entries:
+                if entry.file_size > MAX_ENTRY:
+                    refuse(f"entry {entry.filename[:80]!r} holds {size_text(entry.file_size)} uncompressed, more than "
+                           f"the {size_text(MAX_ENTRY)} veriloop reads of one entry")
+                total += entry.file_size
+                if total > MAX_LOG:
+                    refuse(f"its entries hold more than {size_text(MAX_LOG)} uncompressed, the most veriloop reads "
+                           "of one log")
+            for entry in entries:
+                read = 0
+                for block in _decompressed(handle, entry):
+                    read += len(block)
+                    if read > entry.file_size:
+                        refuse(f"entry {entry.filename[:80]!r} decompresses to more than the "
+                               f"{size_text(entry.file_size)} it declares")
+    except VeriloopError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, struct.error) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read (not a readable zip archive: "
+                            f"{reason}); give a .eval log inspect wrote") from None
+    except Exception as exc:  # zstandard's errors
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read (an entry does not decompress: "
+                            f"{reason}); give a .eval log inspect wrote") from None
+
+
+class _Compressed:
+    """An entry's compressed bytes in the archive file, and no further."""
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self.handle, self.left = handle, size
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(self.left if size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data
+
+
+def _decompressed(handle: BinaryIO, entry: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The entry's bytes, decompressed a block of at most BLOCK bytes at a time (zipfile's
+    own reader decompresses a zstd read whole, however large it turns out)."""
+    handle.seek(entry.header_offset)
+    header = handle.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"entry {entry.filename[:80]!r} has no local header")
+    name, extra = struct.unpack("<HH", header[26:30])
+    handle.seek(entry.header_offset + 30 + name + extra)
+    raw = _Compressed(handle, entry.compress_size)
+    if entry.flag_bits & 1:
+        raise zipfile.BadZipFile(f"entry {entry.filename[:80]!r} is encrypted")
+    if entry.compress_type == zipfile.ZIP_STORED:
+        while block := raw.read(BLOCK):
+            yield block
+    elif entry.compress_type == zipfile.ZIP_DEFLATED:
+        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        while not inflate.eof and (data := inflate.unconsumed_tail or raw.read(1 << 16)):
+            yield inflate.decompress(data, BLOCK)
+    elif entry.compress_type == ZIP_ZSTANDARD:
+        import zstandard  # inspect_ai's own dependency: its logs are zstd-compressed
+
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[arg-type]
+        while block := reader.read(BLOCK):
+            yield block
+    else:
+        raise zipfile.BadZipFile(f"entry {entry.filename[:80]!r} is compressed with method {entry.compress_type}, "
+                                 "which inspect_ai does not write")
+
+
 def inspect_answers(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, answers line) for each sample of each inspect log at `path` (a log file or a folder)."""
+    """(where, answers line) for each sample of each inspect log at `path` (a log file or a
+    folder). Every log is checked (`check_log`) when this is called, before any is read."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise VeriloopError("--format inspect reads logs with inspect_ai: pip install 'veriloop[inspect]'") from None
-    for file in log_files(path):
-        try:
-            log = read_eval_log(str(file), resolve_attachments=True)
-        except Exception as exc:  # a foreign file fails inspect's reader in many ways
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read ({reason})") from None
-        yield from _log_answers(file, log)
+    files = log_files(path)
+    for file in files:
+        check_log(file)
+
+    def answers() -> Iterator[tuple[str, dict[str, Any]]]:
+        for file in files:
+            try:
+                log = read_eval_log(str(file), resolve_attachments=True)
+            except Exception as exc:  # a foreign file fails inspect's reader in many ways
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise VeriloopError(f"{file}: not an inspect log that inspect_ai can read ({reason})") from None
+            yield from _log_answers(file, log)
+
+    return answers()
 
 
 def _log_answers(file: Path, log: Any) -> Iterator[tuple[str, dict[str, Any]]]:

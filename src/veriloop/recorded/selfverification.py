@@ -37,7 +37,7 @@ from ..reproduce.recorded import (
     _puzzle,
     _read_json,
 )
-from .answers import AnswerLine, Problem
+from .answers import AnswerLine, Problem, json_kind
 
 PAPER_MODEL = "gpt-4"
 DATASETS = {"coloring": ("graph_coloring", "color_verification"), "game24": ("game24",)}
@@ -122,6 +122,7 @@ def read_source(source: Path, domain: Domain, graphs: Path | None) -> SelfVerifi
         instance_of: Callable[[str, dict[str, Any]], Instance] = lambda key, record: graph(key)  # noqa: E731
     else:
         def instance_of(key: str, record: dict[str, Any]) -> Instance:
+            # Checked by _attempts: "query" a string or absent, "prompts" a list of strings or absent.
             prompt = record.get("query") or (record.get("prompts") or [""])[0]
             return _puzzle(domain, key, str(prompt))  # type: ignore[no-any-return]
     out = SelfVerificationSource(model, [], {}, {}, graphs if domain.name == "coloring" else None)
@@ -144,34 +145,75 @@ def _answers(folder: Path, model: str, instance_of: Callable[[str, dict[str, Any
     for key in _by_number(responses):
         where = f"{folder / 'responses.json'}, instance {key}"
         record = responses[key]
-        if not isinstance(record, dict):
-            out.lines.append((where, Problem(where, "not an object of prompts and responses")))
-            continue
         try:
+            replies, feedback, messages = _attempts(key, record)
             instance = instance_of(key, record)
         except (VeriloopError, FileNotFoundError) as exc:
             out.lines.append((where, Problem(where, str(exc))))
             continue
         out.instances[instance.id] = instance
-        if isinstance(record.get("responses"), list):  # GPT-4-0613's lists of prompts and replies
-            prompts = [str(p) for p in record.get("prompts") or []]
-            replies = [None if r is None else str(r) for r in record["responses"]]
-            feedback = [_added(prompts[i], prompts[i + 1], replies[i]) for i in range(min(len(prompts), len(replies)) - 1)
-                        if i + 1 < len(prompts)]
-            messages = [{"role": "user", "content": prompts[0]}] if prompts else None
-        else:
-            keys = _answer_keys(record)
-            replies = [None if record[k] is None else str(record[k]) for k in keys]
-            feedback = [str(record[f"backprompt {i}"]) for i in range(len(keys) - 1) if f"backprompt {i}" in record]
-            if len(feedback) != len(keys) - 1:
-                feedback = []
-            messages = [{"role": "user", "content": str(record["query"])}] if "query" in record else None
         if not replies:
             out.lines.append((where, Problem(where, "no recorded response")))
             continue
         raw = {"instance_id": instance.id, "responses": replies, "condition": name, "model": model,
                "final": rule, "feedback": feedback[:len(replies)], "messages": messages}
         out.lines.append((where, AnswerLine.model_validate(raw)))
+
+
+def _attempts(key: str, record: Any) -> tuple[list[str | None], list[str], list[dict[str, str]] | None]:
+    """A record's replies, the feedback sent between them and its first prompt as messages;
+    a VeriloopError (in one line) when the record is not in the authors' layout."""
+    _check_key(key)
+    if not isinstance(record, dict):
+        raise VeriloopError("not an object of prompts and responses")
+    if isinstance(record.get("responses"), list):  # GPT-4-0613's lists of prompts and replies
+        prompts = _texts(record, "prompts")
+        replies = _texts(record, "responses", replies=True)
+        feedback = [_added(str(prompts[i]), str(prompts[i + 1]), replies[i])
+                    for i in range(min(len(prompts), len(replies)) - 1) if i + 1 < len(prompts)]
+        messages = [{"role": "user", "content": str(prompts[0])}] if prompts else None
+        return replies, feedback, messages
+    keys = _answer_keys(record)
+    replies = [_reply(record, k) for k in keys]
+    feedback = [_string(record, f"backprompt {i}") for i in range(len(keys) - 1) if f"backprompt {i}" in record]
+    if len(feedback) != len(keys) - 1:
+        feedback = []
+    query = _reply(record, "query")
+    return replies, feedback, None if query is None else [{"role": "user", "content": query}]
+
+
+def _check_key(key: str) -> None:
+    # The authors number their instances; a key names a graph file, so nothing else is read.
+    if not (key.isascii() and key.isdigit()):
+        raise VeriloopError(f"the key {key[:40]!r} is not an instance number (the authors key records 1, 2, ...)")
+
+
+def _reply(record: dict[str, Any], key: str) -> str | None:
+    """record[key] when it is a string; None when it is null or absent."""
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise VeriloopError(f'"{key}" is {json_kind(value)}, not a string')
+
+
+def _string(record: dict[str, Any], key: str) -> str:
+    """record[key], which must be a string."""
+    value = _reply(record, key)
+    if value is None:
+        raise VeriloopError(f'"{key}" is {"null" if key in record else "missing"}, not a string')
+    return value
+
+
+def _texts(record: dict[str, Any], key: str, replies: bool = False) -> list[str | None]:
+    """record[key] when it is a list of strings (replies may be null); absent or null: []."""
+    value = record.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list) and all(isinstance(v, str) or (replies and v is None) for v in value):
+        return value
+    what = "a list holding " + next(json_kind(v) for v in value if not isinstance(v, str)) \
+        if isinstance(value, list) else json_kind(value)
+    raise VeriloopError(f'"{key}" is {what}, not a list of strings')
 
 
 def _added(prompt: str, following: str, reply: str | None) -> str:
@@ -191,12 +233,12 @@ def _candidates(folder: Path, model: str, instance_of: Callable[[str, dict[str, 
             where = f"{folder / kind / 'responses.json'}, instance {key}"
             record = responses[key]
             try:
-                query, reply = str(record["query"]), str(record["response"])
+                _check_key(key)
+                if not isinstance(record, dict):
+                    raise VeriloopError("no query and response")
+                query, reply = _string(record, "query"), _string(record, "response")
                 candidate = _candidate(query, where)
                 instance = instance_of(key, record)
-            except (KeyError, TypeError):
-                out.lines.append((where, Problem(where, "no query and response")))
-                continue
             except VeriloopError as exc:
                 out.lines.append((where, Problem(where, str(exc).removeprefix(f"{where}: "))))
                 continue

@@ -19,18 +19,22 @@ Invariants:
   otherwise is a `ReadOtherwise` with the convention of the authors' reader behind it
   (REVERSED_EDGE, ...), or "unexplained: ..." when none is, never dropped.
 - Nothing is written into the recorded folder; a file that is missing or not in the
-  authors' layout is one VeriloopError naming it.
+  authors' layout is one VeriloopError naming it. So is one that is not a regular file (a
+  folder, a device such as /dev/zero, a symlink loop) or is larger than MAX_JSON, checked
+  before a byte of it is read; JSON nested too deeply to parse is "not the authors' JSON".
 """
 
 from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import CappedReadError, loads, read_capped, size_text
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
@@ -40,6 +44,9 @@ from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
 """The candidate kinds of the released colour-verification run, in the paper's order."""
 ACCEPTED = "Verifier confirmed success"
+MAX_JSON = 256 << 20
+"""The most veriloop reads of one recorded JSON file (the authors' largest is 3.4 MB): it
+is parsed whole, so this bounds what a file named like theirs can make a command hold."""
 CANDIDATE_START = "Please check if this coloring is correct:"
 CANDIDATE_END = "If it is, say"
 # Why veriloop's verifier and the authors' checker judge an answer otherwise: their conventions.
@@ -63,10 +70,16 @@ class Disagreement:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A file of the authors' layout, bounded before it is read (see MAX_JSON)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_capped(path, MAX_JSON)
     except FileNotFoundError:
         raise VeriloopError(f"{path}: not found; --recorded names the folder self_verification_outputs") from None
+    except CappedReadError as exc:
+        raise VeriloopError(f"{path}: {exc}; give self_verification_outputs as the authors released it (their "
+                            "files hold at most 4 MiB)") from None
+    try:
+        data = loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VeriloopError(f"{path}: not the authors' JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -93,10 +106,27 @@ def _graph_reader(domain: Any, graphs: Path) -> Callable[[str], Instance]:
 
     def graph(key: str) -> Instance:
         if key not in loaded:
-            loaded[key] = domain.load_instances(str(graphs / f"instance-{key}.col"), n=1)[0]
+            path = graphs / f"instance-{key}.col"
+            _check_graph(path)
+            loaded[key] = domain.load_instances(str(path), n=1)[0]
         return loaded[key]
 
     return graph
+
+
+def _check_graph(path: Path) -> None:
+    """A graph file is a regular file of at most MAX_JSON bytes before the domain reads it
+    (a missing one is left to the domain's own message)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); give the folder of "
+                            "DIMACS graphs (graph_coloring)") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON:
+        what = f"more than {size_text(MAX_JSON)}" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        raise VeriloopError(f"{path}: {what}, not a DIMACS graph; give the folder of DIMACS graphs (graph_coloring)")
 
 
 def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], list[Disagreement]]:
@@ -382,11 +412,15 @@ class Table1Cell:
     by_attempts: list[int]
 
 
+_NUMBERED = re.compile(r"response ([0-9]+)")
+
+
 def _answer_keys(record: dict[str, Any]) -> list[str]:
     """A record's answers in order: `response`, then `response 0`, `response 1`, ... (the
     other keys are prompts, feedback and critiques)."""
-    numbered = sorted((int(key.split()[1]), key) for key in record
-                      if key.startswith("response ") and key.split()[1].isdigit())
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+    numbered = sorted((int(found.group(1)), key) for key in record
+                      if (found := _NUMBERED.fullmatch(key)) is not None)
     return (["response"] if "response" in record else []) + [key for _, key in numbered]
 
 
