@@ -216,3 +216,25 @@ def test_multiprocessing_still_works(runner: Runner) -> None:
                "queue = mp.Queue()\nqueue.put(3)\nanswer = (total, queue.get())")
     result = runner(program, SandboxLimits(wall_seconds=20))
     assert (result.answer, result.error) == ("(25, 3)", None)
+
+
+def test_a_hidden_directory_is_shown_empty_and_veriloops_own_package_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sandbox._ALWAYS_HIDDEN == (str(Path(sandbox.__file__).resolve().parents[1]),)
+    # A folder beside the interpreter (where an installed benchmark keeps its hidden tests).
+    data = Path(sys.prefix) / f"veriloop-hidden-{uuid.uuid4().hex}"
+    data.mkdir()
+    try:
+        (data / "tests.jsonl").write_text("the answers\n")
+        program = f"import os\nanswer = os.listdir({str(data)!r})"
+        assert run_python(program).answer == "['tests.jsonl']"
+        assert run_python(program, hide=[str(data)]).answer == "[]"
+        reader = f"answer = open({str(data / 'tests.jsonl')!r}).read()"
+        assert run_python(reader, hide=[str(data)]).error == (
+            f"FileNotFoundError: [Errno 2] No such file or directory: {str(data / 'tests.jsonl')!r}")
+        # What is always hidden needs no asking (veriloop's package: in a checkout it lies
+        # outside the program's root anyway, so the mechanism is shown on this folder).
+        monkeypatch.setattr(sandbox, "_ALWAYS_HIDDEN", (str(data),))
+        assert run_python(program).answer == "[]"
+    finally:
+        (data / "tests.jsonl").unlink()
+        data.rmdir()

