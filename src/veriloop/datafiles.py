@@ -24,6 +24,9 @@ from typing import Any
 from .errors import DataFileError
 from .records import storable
 
+# A run's config.json is a few kilobytes; one larger than this is not a run's.
+MAX_CONFIG = 1 << 20
+
 
 def json_objects(
     path: Path, hint: str, *, file_hint: str | None = None, not_object: str | None = None

@@ -95,3 +95,29 @@ def test_planning_an_experiment_leaves_a_cells_torn_last_line_as_it_is(tmp_path:
     (cell / TRAJECTORIES).write_bytes(whole + torn)
     assert [t.instance_id for t in recorded_in(cell, standard, 0)] == ["a"]
     assert (cell / TRAJECTORIES).read_bytes() == whole + torn
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "dangling-link", "deep-nesting", "too-large"])
+def test_a_hostile_config_in_the_run_directory_is_one_line_before_anything_is_read(tmp_path: Path, kind: str) -> None:
+    from veriloop.experiment.runner import check_run_dir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    config = out / "config.json"
+    if kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+    elif kind == "dangling-link":
+        config.symlink_to(tmp_path / "gone.json")
+    elif kind == "deep-nesting":
+        config.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        config.write_text('{"pad": "' + "x" * (1 << 20) + '"}')
+    expected = {
+        "dev-zero": f"{config}: a device, pipe or socket, not a file; it is not a run's config: choose another --out",
+        "dangling-link": f"{config} is a link to nothing; it is not a run's config: choose another --out",
+        "deep-nesting": f"{config} is not valid JSON; restore it or choose another --out",
+        "too-large": f"{config}: more than 1 MiB; it is not a run's config: choose another --out",
+    }[kind]
+    with pytest.raises(VeriloopError) as caught:
+        check_run_dir(out, {"model": "m"})
+    assert str(caught.value) == expected

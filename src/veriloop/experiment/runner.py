@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import loads
+from ..datafiles import MAX_CONFIG, CappedReadError, loads, read_capped
 from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
@@ -68,9 +68,13 @@ def check_run_dir(out_dir: Path, config: Mapping[str, object]) -> None:
     check before loading a model, with what they know."""
     refuse_if_held(out_dir)
     path = out_dir / CONFIG
-    if path.exists():
+    if path.exists() or path.is_symlink():
         try:
-            old = loads(path.read_text(encoding="utf-8"))
+            old = loads(read_capped(path, MAX_CONFIG).decode("utf-8"))
+        except FileNotFoundError:
+            raise VeriloopError(f"{path} is a link to nothing; it is not a run's config: choose another --out") from None
+        except CappedReadError as exc:
+            raise VeriloopError(f"{path}: {exc}; it is not a run's config: choose another --out") from None
         except ValueError:
             raise VeriloopError(f"{path} is not valid JSON; restore it or choose another --out") from None
         check_same_run(out_dir, old, config)

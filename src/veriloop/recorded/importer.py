@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..datafiles import CappedReadError, loads, read_capped
+from ..datafiles import MAX_CONFIG, CappedReadError, loads, read_capped
 from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..experiment.dirlock import hold
@@ -45,8 +45,6 @@ REPORT = "import.json"
 # The stop reasons of an imported trajectory: the source's loop ended as recorded, or a
 # loop stopped by a sound verifier accepted an attempt / ran out of attempts.
 RECORDED = "recorded"
-# A run's config.json is a few hundred bytes; one in --out larger than this is not a run's.
-MAX_CONFIG = 1 << 20
 
 
 @dataclass
