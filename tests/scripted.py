@@ -96,12 +96,16 @@ def search_toolbox(folder: Path, documents: list[dict[str, str]]) -> Toolbox:
 class Gated:
     """A model function whose calls each wait for `gate`, logging each start, end, failure
     and cancellation: a test decides when a call in flight answers. The reply names the
-    call's number (and, with `say_sample`, the sample and temperature asked for)."""
+    call's number (and, with `say_sample`, the sample and temperature asked for). The first
+    call fails with `fail_first`, every call with `fail_all` (a request the server refuses).
+    Calls wait for the gate of the moment they start: a test that opens it and puts a new
+    one in its place holds the calls that start next."""
 
-    def __init__(self, fail_first: bool = False, say_sample: bool = False) -> None:
+    def __init__(self, fail_first: bool = False, say_sample: bool = False, fail_all: bool = False) -> None:
         self.gate = asyncio.Event()
         self.log: list[str] = []
         self.fail_first = fail_first
+        self.fail_all = fail_all
         self.say_sample = say_sample
 
     async def __call__(self, messages: list[dict], params: GenParams) -> str:
@@ -112,6 +116,9 @@ class Gated:
         except asyncio.CancelledError:
             self.log.append(f"cancelled {number}")
             raise
+        if self.fail_all:
+            self.log.append(f"failed {number}")
+            raise RuntimeError("the server refused the request")
         if self.fail_first and number == 1:
             self.log.append(f"failed {number}")
             raise RuntimeError("the server went away")

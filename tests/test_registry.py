@@ -251,3 +251,97 @@ def test_plugins_lists_every_registry_with_where_each_name_comes_from(plugged):
     broken = [line for line in lines if "BROKEN" in line]
     assert len(broken) == 1
     assert re.match(r"  misnamed +fake-plugin  BROKEN: strategy 'misnamed' from the plugin fake-plugin ", broken[0])
+
+
+# ------------------------------------------------------------------ plugins that end the process on import
+
+# Each module is one way an import can fail without an Exception: the interpreter's exit,
+# a generator's close, and an exception that cannot say what it is.
+HOSTILE = {
+    "fake_exits": "raise SystemExit(0)\n",
+    "fake_closes": "raise GeneratorExit('closed on import')\n",
+    "fake_mute": (
+        "class Mute(Exception):\n"
+        "    def __str__(self):\n"
+        "        raise SystemExit(3)\n"
+        "raise Mute()\n"
+    ),
+}
+
+
+def test_a_plugin_whose_import_exits_or_cannot_be_described_is_one_line_naming_it(installed):
+    fake_distribution(installed, "fake-hostile", {"veriloop.widgets": {
+        name.removeprefix("fake_"): f"{name}:THING" for name in HOSTILE}}, HOSTILE)
+    fake_distribution(installed, "fake-widgets", {"veriloop.widgets": {"shiny": "fake_widgets:SHINY"}},
+                      {"fake_widgets": "SHINY = 'a shiny widget'\n"})
+    widgets: Registry[str] = Registry("widget", "veriloop.widgets")
+    assert list(widgets) == ["closes", "exits", "mute", "shiny"]
+    messages = {}
+    for name in ("exits", "closes", "mute"):
+        with pytest.raises(VeriloopError) as caught:
+            widgets[name]
+        messages[name] = str(caught.value)
+    where = "widget '{0}' comes from the plugin fake-hostile (veriloop.widgets: {0} = fake_{0}:THING), which failed to load: "
+    assert messages == {
+        "exits": where.format("exits") + "SystemExit: 0; reinstall or uninstall fake-hostile",
+        "closes": where.format("closes") + "GeneratorExit: closed on import; reinstall or uninstall fake-hostile",
+        "mute": where.format("mute") + "Mute: (its message cannot be shown: its __str__ raised SystemExit); "
+                                       "reinstall or uninstall fake-hostile",
+    }
+    assert widgets["shiny"] == "a shiny widget"  # the others still work
+
+
+def test_ctrl_c_during_a_plugins_import_still_interrupts(installed):
+    """A KeyboardInterrupt while a plugin imports is the user's Ctrl-C (one the plugin raises
+    itself cannot be told from it): it is not turned into the plugin's failure."""
+    fake_distribution(installed, "fake-slow", {"veriloop.widgets": {"slow": "fake_slow:THING"}},
+                      {"fake_slow": "raise KeyboardInterrupt\n"})
+    widgets: Registry[str] = Registry("widget", "veriloop.widgets")
+    with pytest.raises(KeyboardInterrupt):
+        widgets["slow"]
+
+
+@pytest.fixture
+def hostile(installed):
+    """A plugin whose domains and strategy exit or cannot be described on import, found by
+    the real registries; forgotten after the test."""
+    from veriloop.domains import DOMAINS
+    from veriloop.strategies import STRATEGIES
+
+    fake_distribution(installed, "fake-hostile", {
+        "veriloop.domains": {name.removeprefix("fake_"): f"{name}:THING" for name in HOSTILE},
+        "veriloop.strategies": {"leaving": "fake_exits:Leaving"},
+    }, HOSTILE)
+    for registry in (DOMAINS, STRATEGIES):
+        registry.rediscover()
+    yield installed
+    for registry in (DOMAINS, STRATEGIES):
+        registry.rediscover()
+
+
+def test_plugins_lists_every_registry_past_a_plugin_that_exits_on_import(hostile):
+    result = veriloop("plugins", columns="400")
+    assert (result.returncode, result.stderr) == (2, "error: 4 plugin entries failed to load (listed above)\n")
+    lines = result.stdout.splitlines()
+    assert lines[-1].startswith("  ") and "executors (built in only)" in lines  # the listing is whole
+    broken = [line for line in lines if "BROKEN" in line]
+    assert [line.split()[0] for line in broken] == ["closes", "exits", "mute", "leaving"]
+    assert all("from the plugin fake-hostile" in line and "reinstall or uninstall fake-hostile" in line
+               for line in broken)
+
+
+def test_run_on_a_plugin_domain_that_exits_on_import_is_one_error_line(hostile, tmp_path):
+    result = veriloop("run", "--domain", "exits", "-n", "1", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: domain 'exits' comes from the plugin fake-hostile (veriloop.domains: exits = fake_exits:THING), "
+        "which failed to load: SystemExit: 0; reinstall or uninstall fake-hostile\n"
+    )
+
+
+def test_run_help_is_whole_when_a_plugin_strategy_exits_on_import(hostile):
+    result = veriloop("run", "--help", columns="400")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert "closes (fake-hostile), exits (fake-hostile), mute (fake-hostile)" in result.stdout
+    assert "strategy 'leaving' comes from the plugin fake-hostile" in result.stdout
+    assert "veriloop plugins" in result.stdout  # the help's last section

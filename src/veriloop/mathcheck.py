@@ -8,7 +8,12 @@ which evaluates Python, and model output must never reach an evaluator here. Ans
 program printed in sympy syntax ("2*sqrt(2)", "(3, pi/2)") are first rewritten into
 LaTeX from their `ast`, which parses and never runs them. math_verify's timeouts use
 signals, which only work on the main thread, so they are switched off and the input
-length is capped instead.
+length is capped instead. The cap bounds the text, not what it stands for: `9^{9^{9}}`
+is 9 characters and a number of 370 million digits, which sympy would compute when
+math_verify compares it. So a parsed answer goes to math_verify (or to evalf) only when
+its size is bounded (`_bounded`): every power, factorial, binomial, sum and product in
+it has operands whose magnitude, bounded from the literals up, keeps the result under
+MAX_RESULT_DIGITS digits; one that is not is equal to nothing but the same text.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ from functools import lru_cache
 
 MAX_ANSWER_CHARS = 400
 MAX_EXPONENT = 400  # 1e400 is already absurd for an answer; 1e999999 would be slow
+# The digits an answer's exact value may reach before it is too big to compare: 2^{2007}
+# has 605, 100! has 158; 10^{5} digits is still fast for sympy, 9^{9^{9}} is 3.7e8.
+MAX_RESULT_DIGITS = 100_000
+MAX_DEPTH = 60  # nesting of the parsed expression: deeper is no answer a person writes
 DEFAULT_DIGITS = 2
 REL_TOL = 1e-6
 
@@ -209,13 +218,59 @@ def _latex_parse(latex: str) -> tuple[object, ...]:
     return tuple(parse(f"${latex}$", extraction_config=[LatexExtractionConfig()], parsing_timeout=None))
 
 
+def _digits(expr: object, depth: int = 0) -> float:
+    """An upper bound on the decimal digits of `expr`'s value were sympy to evaluate it
+    (inf: too big to evaluate, or nested too deep), read from the unevaluated tree.
+    A symbol or constant counts as a one-digit number: what matters is what it is raised to."""
+    import sympy
+
+    if depth > MAX_DEPTH:
+        return math.inf
+    if isinstance(expr, sympy.Rational):
+        return max(len(str(abs(expr.p))), len(str(expr.q)))
+    if isinstance(expr, sympy.Float):
+        return math.log10(abs(float(expr)) + 1) + 1  # inf for a float beyond a double's range
+    if not isinstance(expr, sympy.Basic):
+        if isinstance(expr, (tuple, list, set, frozenset)):
+            return max((_digits(e, depth + 1) for e in expr), default=1)
+        return 1
+    args = [_digits(a, depth + 1) for a in expr.args]
+    if any(math.isinf(a) for a in args):
+        return math.inf
+    if isinstance(expr, sympy.Pow):
+        base, exponent = args
+        # The exponent's magnitude is below 10**digits; the result's digits below base's times that.
+        return math.inf if exponent > 7 else base * 10 ** exponent
+    if isinstance(expr, (sympy.factorial, sympy.factorial2, sympy.gamma, sympy.subfactorial)):
+        n = 10 ** args[0] if args[0] <= 7 else math.inf
+        return n * math.log10(n + 1)
+    if isinstance(expr, sympy.binomial):
+        n = 10 ** args[0] if args[0] <= 7 else math.inf
+        return n * math.log10(2) + 1
+    if isinstance(expr, (sympy.Sum, sympy.Product)):
+        # Its terms times the number of terms (the limits' magnitude), or as a power.
+        terms = 10 ** max(args[1:], default=1)
+        return math.inf if terms > 10**5 else args[0] * terms
+    if isinstance(expr, sympy.Mul):
+        return sum(args) + 1
+    return max(args, default=1) + 1
+
+
+def _bounded(parsed: tuple[object, ...]) -> bool:
+    """Whether math_verify may compare (and evalf evaluate) what `_latex_parse` gave."""
+    try:
+        return all(_digits(item) <= MAX_RESULT_DIGITS for item in parsed)
+    except (RecursionError, OverflowError, ValueError, TypeError):
+        return False
+
+
 def _math_verify_equal(pred: str, gold: str) -> bool:
     from math_verify import verify
 
     try:
         gold_parsed = _latex_parse(_as_latex(gold))
         pred_parsed = _latex_parse(_as_latex(pred))
-        if not gold_parsed or not pred_parsed:
+        if not gold_parsed or not pred_parsed or not _bounded(gold_parsed) or not _bounded(pred_parsed):
             return False
         return bool(verify(list(gold_parsed), list(pred_parsed), timeout_seconds=None))
     except Exception:  # a parser corner case is a non-match, not a crash of the run
@@ -258,6 +313,8 @@ def _numeric_value(latex: str) -> Fraction | None:
     try:
         parsed = _latex_parse(_as_latex(latex))
     except Exception:
+        return None
+    if not _bounded(parsed):
         return None
     for item in parsed:
         try:

@@ -16,7 +16,9 @@ Invariants:
 - Entries are lazy. A `"module:attr"` string or an entry point is imported the first time
   its name is used and kept; no other name imports it. So a plugin that fails to import
   breaks only its own names, and using one is one `VeriloopError` line naming the
-  distribution and the entry point, never a traceback. A string entry is always such an
+  distribution and the entry point, never a traceback nor an exit: whatever the import
+  raises (SystemExit and GeneratorExit too, and an exception whose message cannot be
+  shown) but KeyboardInterrupt, which is the user's Ctrl-C and still interrupts. A string entry is always such an
   import path: no registry holds strings as values.
 - What a plugin gives passes through the registry's `adapt` (e.g. a plain check function
   becomes a verifier factory) when it is loaded; built-ins are registered in their final shape.
@@ -55,8 +57,15 @@ class _Entry:
 
 
 def one_line(text: object) -> str:
-    """Text of an exception as one line (a plugin's error may span several)."""
-    return " ".join(str(text).split())
+    """Text of an exception as one line (a plugin's error may span several). A plugin's
+    exception whose `__str__` itself fails still gives a line: saying that it failed
+    must not become a second error."""
+    try:
+        return " ".join(str(text).split())
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  # whatever its __str__ raises, even SystemExit
+        return f"(its message cannot be shown: its __str__ raised {type(exc).__name__})"
 
 
 class Registry(MutableMapping[str, T]):
@@ -202,7 +211,9 @@ class Registry(MutableMapping[str, T]):
         where = f"the plugin {entry.source} ({self.group}: {target.name} = {target.value})"
         try:
             loaded = target.load()
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C (one raised by the plugin itself cannot be told from it)
+        except BaseException as exc:  # noqa: BLE001  # a plugin's SystemExit or GeneratorExit must not end veriloop
             raise VeriloopError(
                 f"{self.kind} {name!r} comes from {where}, which failed to load: {type(exc).__name__}: "
                 f"{one_line(exc)}; reinstall or uninstall {entry.source}"

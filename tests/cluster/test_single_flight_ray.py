@@ -128,6 +128,32 @@ def test_a_failing_call_releases_its_claim_and_the_waiter_asks_itself(tmp_path) 
     assert (driver.meter.used.calls, driver.executor.backend_calls) == (1, 1)
 
 
+def test_the_waiters_of_a_failed_call_on_the_driver_ask_again_together(tmp_path) -> None:
+    """As on one event loop: four identical calls on four workers to a backend that refuses
+    the request; the first one's failure ("release" saying it failed) lets the other three
+    ask at once rather than one after another."""
+    driver = Driver(tmp_path, Gated(fail_all=True))
+
+    async def scenario() -> list[BaseException | list[Completion]]:
+        calls = [asyncio.create_task(driver.worker_model(shard).generate(MESSAGES, GenParams()))
+                 for shard in ("s1", "s2", "s3", "s4")]
+        await run_the_loop()
+        assert driver.fn.log == ["start 1"]
+        driver.fn.gate.set()
+        driver.fn.gate = asyncio.Event()  # the calls that start now are held
+        await run_the_loop()
+        assert driver.fn.log == ["start 1", "failed 1", "start 2", "start 3", "start 4"]
+        driver.fn.gate.set()
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        await run_the_loop()  # the driver serves the releases the failed calls sent on their way out
+        return outcomes
+
+    outcomes = driver.run(scenario)
+    assert all(isinstance(o, VeriloopError) and "the server refused the request" in str(o) for o in outcomes)
+    assert sorted(driver.fn.log[5:]) == ["failed 2", "failed 3", "failed 4"]
+    assert driver.executor.backend_calls == 0
+
+
 def test_a_cancelled_call_releases_its_claim_and_the_waiter_asks_itself(tmp_path) -> None:
     driver = Driver(tmp_path, Gated())
 

@@ -324,3 +324,58 @@ def test_missing_file(tmp_path: Path) -> None:
             domain.load_instances(str(tmp_path / "nothing.jsonl"))
     with pytest.raises(VeriloopError, match="must not be negative"):
         GSM8K().load_instances(str(tmp_path / "x"), n=-1)
+
+
+# Answers whose value is too big to compute (a power tower, a huge factorial, binomial,
+# sum or product), each against a plain answer, either way round; and what is still
+# compared: the same text, and powers and factorials of a person's size.
+HUGE = [
+    ("9^{9^{9}}", "5", False),
+    ("5", "9^{9^{9}}", False),
+    ("10^{10^{10}}", "x+1", False),
+    ("x+1", "10^{10^{10}}", False),
+    ("2^{2^{2^{2^{2}}}}", "65536", False),
+    ("9^9^9", "7", False),
+    ("9**9**9", "5", False),
+    ("(10^{100})!", "1", False),
+    ("1000000!", "3", False),
+    ("x^{99999 \\cdot 99999}", "x", False),
+    ("\\binom{10^{9}}{5 \\cdot 10^{8}}", "3", False),
+    ("\\sum_{k=1}^{1000000000} k", "1", False),
+    ("\\prod_{k=1}^{100000000} k", "2", False),
+    ("\\underbrace{1+1}_{2}", "2", False),
+    ("\\frac{1}{" * 40 + "2" + "}" * 40, "2", False),
+    ("9^{9^{9}}", "9^{9^{9}}", True),
+    ("2^{2007}", "2^{2006} \\cdot 2", True),
+    ("\\binom{10}{3}", "120", True),
+    ("5!", "120", True),
+]
+
+
+def test_answers_too_big_to_compute_are_answered_not_computed() -> None:
+    """In a process of its own, so that a comparison that never ends fails the test instead
+    of hanging it; the bound is for a broken implementation only."""
+    import os
+    import subprocess
+    import sys
+
+    source = str(Path(mathcheck.__file__).parents[1])  # the veriloop this suite tests
+    script = (
+        "import json, sys\nfrom veriloop.mathcheck import equivalent\n"
+        "print(json.dumps([equivalent(p, g) for p, g in json.loads(sys.stdin.read())]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps([[p, g] for p, g, _ in HUGE]),
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr
+    assert dict(zip([(p, g) for p, g, _ in HUGE], json.loads(done.stdout))) == {(p, g): e for p, g, e in HUGE}
+
+
+def test_the_size_bound_passes_every_math500_reference(shared_data) -> None:
+    """No reference answer of MATH-500 is refused as too big: the bound is far from them."""
+    from veriloop.mathcheck import MAX_RESULT_DIGITS, _digits, _latex_parse
+
+    rows = [json.loads(line) for line in (shared_data / "math500" / "test.jsonl").read_text().splitlines()]
+    assert len(rows) == 500
+    largest = max(_digits(item) for row in rows for item in _latex_parse(mathcheck._as_latex(row["answer"])))
+    assert largest < MAX_RESULT_DIGITS / 1000

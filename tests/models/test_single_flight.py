@@ -122,6 +122,85 @@ def test_a_cancelled_first_call_releases_its_waiter_which_then_asks_itself(cache
     assert (model.stats.backend_calls, model.stats.hits) == (1, 0)
 
 
+def test_the_waiters_of_a_failed_call_ask_again_together_not_in_turn(cache) -> None:
+    """16 identical calls to a backend that refuses the request (as a server refuses a
+    context too long: the identical request fails alike every time). The first call's
+    failure wakes its 15 waiters and they all ask at once: two requests in sequence, not
+    sixteen one after another. Each call's error is its own; none is stored."""
+    fn = Gated(fail_all=True, say_sample=True)
+    model = cached_model(fn, cache)
+
+    async def go() -> list[BaseException | list[Completion]]:
+        calls = [asyncio.create_task(model.generate(MESSAGES, GenParams())) for _ in range(16)]
+        await run_the_loop()
+        assert fn.log == ["start 1"]
+        fn.gate.set()
+        fn.gate = asyncio.Event()  # the first call answers; the calls that start now are held
+        await run_the_loop()
+        assert fn.log == ["start 1", "failed 1", *(f"start {n}" for n in range(2, 17))]
+        fn.gate.set()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = asyncio.run(go())
+    assert sorted(fn.log[17:], key=lambda entry: int(entry.split()[1])) == [f"failed {n}" for n in range(2, 17)]
+    assert all(isinstance(o, VeriloopError) and "the server refused the request" in str(o) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 16
+    assert (model.stats.backend_calls, model.stats.hits) == (0, 0)
+    assert cache.get(generate_key(model), range(0, 1)) == {}
+
+
+def test_after_a_failed_call_one_waiter_claims_and_a_later_call_waits_for_it(cache) -> None:
+    """A failure that does not happen again (the server was back): the two waiters of the
+    failed call each ask (one with a claim); a call made meanwhile waits for the claimant's
+    reply, and the cache holds a reply that one of them got."""
+    fn = Gated(fail_first=True, say_sample=True)
+    model = cached_model(fn, cache)
+
+    async def go() -> list[BaseException | list[Completion]]:
+        calls = [asyncio.create_task(model.generate(MESSAGES, GenParams())) for _ in range(3)]
+        await run_the_loop()
+        fn.gate.set()
+        fn.gate = asyncio.Event()
+        await run_the_loop()
+        assert fn.log == ["start 1", "failed 1", "start 2", "start 3"]
+        calls.append(asyncio.create_task(model.generate(MESSAGES, GenParams())))
+        await run_the_loop()
+        assert fn.log == ["start 1", "failed 1", "start 2", "start 3"]  # the fourth waits
+        fn.gate.set()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    failed, (second,), (third,), (fourth,) = asyncio.run(go())
+    assert isinstance(failed, VeriloopError)
+    assert {second.text, third.text} == {"reply 2 to sample 0 at t=0.0", "reply 3 to sample 0 at t=0.0"}
+    assert (second.cached, third.cached) == (False, False)
+    assert (fourth.cached, fourth.text in (second.text, third.text)) == (True, True)
+    assert (model.stats.backend_calls, model.stats.hits) == (2, 1)
+    assert cache.get(generate_key(model), range(0, 1))[0].text in (second.text, third.text)
+
+
+def test_the_waiters_of_a_cancelled_call_still_take_turns(cache) -> None:
+    """A cancellation says nothing of the request: of the cancelled call's waiters one asks
+    and the others wait for its reply."""
+    fn = Gated(say_sample=True)
+    model = cached_model(fn, cache)
+
+    async def go() -> list[BaseException | list[Completion]]:
+        calls = [asyncio.create_task(model.generate(MESSAGES, GenParams())) for _ in range(4)]
+        await run_the_loop()
+        calls[0].cancel()
+        await run_the_loop()
+        assert fn.log == ["start 1", "cancelled 1", "start 2"]
+        fn.gate.set()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    cancelled, *replies = asyncio.run(go())
+    assert isinstance(cancelled, asyncio.CancelledError)
+    assert fn.log == ["start 1", "cancelled 1", "start 2", "end 2"]
+    assert [(c.text, c.cached) for (c,) in replies] == [("reply 2 to sample 0 at t=0.0", False)] + [
+        ("reply 2 to sample 0 at t=0.0", True)] * 2
+    assert (model.stats.backend_calls, model.stats.hits) == (1, 2)
+
+
 def test_a_cancelled_waiter_leaves_the_call_and_the_other_waiters_alone(cache) -> None:
     fn = Gated(say_sample=True)
     model = cached_model(fn, cache)

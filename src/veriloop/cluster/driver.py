@@ -17,7 +17,11 @@ waits: it waits until none of its missing samples is in flight, then claims them
 once, so waits never form a cycle. Every claim ends: a "put" settles it (its waiters get
 the samples as cache hits, and the "spent" their workers send counts them as such), the
 call's "release" or the end of its shard's stream (however it ends: a dead worker sends
-nothing) releases it, and a shard whose stream has ended claims nothing more.
+nothing) releases it, and a shard whose stream has ended claims nothing more. A "release"
+says whether its call failed (rather than was cancelled): as on one event loop (see
+models.cache), a "begin" waits at most once for a sample whose claim failed, then claims
+what is free and leaves its worker to make the rest unclaimed, so the waiters of a failed
+call ask again together, not in turn.
 """
 
 from __future__ import annotations
@@ -487,9 +491,10 @@ class RayExecutor:
                         self.cache.flights().settle(key, start, made, named[0])
                 return {"value": None}
             if kind == "release":
-                key, start, stop, owner = rest
+                # Whether the call failed is absent from an older worker's request: a release as before.
+                key, start, stop, owner, *failed = rest
                 if self.cache is not None:
-                    self.cache.flights().release(key, range(start, stop), owner)
+                    self.cache.flights().release(key, range(start, stop), owner, failed=bool(failed and failed[0]))
                 return {"value": None}
             if kind == "spent":
                 call_role, samples = rest
@@ -516,6 +521,7 @@ class RayExecutor:
         assert self.cache is not None
         flights = self.cache.flights()
         found: dict[int, Completion] = {}
+        failed: set[int] = set()  # samples whose claim failed while this call waited: not waited for again
         while True:
             # The cache, then the flights, with no await between: each sample missing
             # from the cache is either in flight or free to claim.
@@ -523,13 +529,17 @@ class RayExecutor:
             missing = [i for i in wanted if i not in found]
             if owner is None or owner.partition("/")[0] in self._ended_shards:
                 return found
-            waits = flights.flying(key, missing)
+            waits = flights.flying(key, [i for i in missing if i not in failed])
             if not waits:
-                flights.claim(key, missing, owner)
+                # A sample that failed once and another of its waiters claimed since is
+                # made by this call too, unclaimed.
+                flights.claim(key, [i for i in missing if not flights.in_flight(key, i)], owner)
                 return found
             # Holding no claim: a released sample is looked for again (the cache, the
             # flights) and claimed if no one has it.
-            found.update(await Flights.wait(waits))
+            replies, failed_now = await Flights.wait(waits)
+            found.update(replies)
+            failed |= failed_now
 
 
 def _cause(exc: BaseException) -> BaseException:

@@ -12,8 +12,9 @@ and a number), and the driver's "begin" hands it the samples the cache has or an
 call was making (it waits for those), and claims the rest for it. The call then makes
 exactly what was claimed, and each run it "put"s settles those samples for the calls
 waiting on them. A call that fails or is cancelled with claims unsettled sends "release"
-on its way out; a worker that dies cannot, so the driver releases its shard's claims
-when the shard's stream ends.
+on its way out, saying which of the two (the waiters of a failed call ask again together);
+a worker that dies cannot, so the driver releases its shard's claims when the shard's
+stream ends.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class RelayedModel:
             if key is not None:
                 await ask(self.relay, ("put", self.job, key, start, [c.to_json() for c in fresh], owner))
 
+        cancelled = False
         try:
             # Answered once every sample is in the cache, made by a call it waited for, or
             # claimed for this call (the missing ones, which it makes).
@@ -126,12 +128,16 @@ class RelayedModel:
             for c in found.values():
                 c.cached = True
             await generate_missing(self.target, messages, params, found, store)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
             if owner is not None and len(found) < len(wanted):
                 # Failed or cancelled with samples claimed and not put: their waiters ask
-                # for them again now, not when the shard ends. Sent, not awaited: a
-                # cancelled call cannot wait, and what it raises must stay its own.
-                self.relay.ask.remote(("release", self.job, key, wanted.start, wanted.stop, owner))
+                # for them again now, not when the shard ends (all at once after a failure).
+                # Sent, not awaited: a cancelled call cannot wait, and what it raises must
+                # stay its own.
+                self.relay.ask.remote(("release", self.job, key, wanted.start, wanted.stop, owner, not cancelled))
         completions = [found[i] for i in wanted]
         await ask(self.relay, ("spent", self.job, self.call_role,
                                [(c.prompt_tokens, c.completion_tokens, c.cached) for c in completions]))

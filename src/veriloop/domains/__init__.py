@@ -133,7 +133,9 @@ def get_domain(name: str | Domain, **options: object) -> Domain:
     source = DOMAINS.source(name)
     try:
         domain = factory(**options)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  # a plugin's SystemExit is its failure too, not veriloop's exit
         if options and isinstance(exc, TypeError):
             raise VeriloopError(f"domain {name!r} does not take the options {sorted(options)} ({exc})") from None
         if source == BUILTIN or isinstance(exc, VeriloopError):

@@ -24,10 +24,17 @@ the Ray driver's claims (veriloop.cluster.driver) go into it too. Invariants:
   only what it claimed;
 - a claim ends exactly once: settled with the reply once that reply is committed (so a
   waiter's answer is one the cache replays from then on), or released when the claiming
-  call fails or is cancelled (its exception stays its own);
+  call is cancelled or fails (its exception stays its own), a failure marked as such;
 - a waiter gets the claimant's reply as a cache hit (`cached`, counted in `hits`, not in
   `backend_calls`); a released waiter looks again (the cache, the flights) and asks
   itself if no one has it, so it never hangs and never answers with another call's error;
+- a waiter waits at most once for a sample whose claim failed: the identical request
+  would most likely fail again (a refusal, an overflowing context, a server that was down
+  for a whole retry budget), so after a failure every waiter asks again at once, one of
+  them claiming the sample and the others making it without a claim, rather than in turn
+  (16 identical calls failing one after another took 16 requests' time, not 2). Those
+  others' replies are committed as any call's (the last one made stays in the cache, as
+  with single flight off); a cancelled claim has its waiters take turns as before;
 - a CachedModel call never waits while it holds an unsettled claim (it generates what it
   claimed first), nor for a claim of a call it is made within (a cached model wrapped,
   through a wrapper that keeps its identity, in another on the same cache), so waits
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import enum
 import hashlib
 import json
 import os
@@ -69,19 +77,29 @@ def call_key(backend: str, identity: str, messages: list[Message], params: GenPa
     return hashlib.sha256(blob).hexdigest()
 
 
+class Released(enum.Enum):
+    """How a claim ended without a reply: its call was cancelled (or its worker is gone),
+    or its call failed."""
+
+    RELEASED = "released"
+    FAILED = "failed"
+
+
+Flight = asyncio.Future[Completion | Released]
+
+
 class Flights:
     """The samples being generated on one event loop, by (key, sample index): who claimed
     each (its owner: any value a caller compares equal to itself only) and the future that
-    its reply, or None when the claim is released, settles. Used from that loop only."""
+    its reply, or how it ended without one (`Released`), settles. Used from that loop only."""
 
     def __init__(self) -> None:
-        self._table: dict[tuple[str, int], tuple[object, asyncio.Future[Completion | None]]] = {}
+        self._table: dict[tuple[str, int], tuple[object, Flight]] = {}
 
     def __len__(self) -> int:
         return len(self._table)
 
-    def flying(self, key: str, indices: Iterable[int],
-               but: Collection[object] = ()) -> dict[int, asyncio.Future[Completion | None]]:
+    def flying(self, key: str, indices: Iterable[int], but: Collection[object] = ()) -> dict[int, Flight]:
         """The futures of those of `indices` that a call is generating now, by index; those
         of the owners in `but` left out."""
         return {i: flight[1] for i in indices
@@ -104,19 +122,20 @@ class Flights:
         for offset, completion in enumerate(completions):
             self._end((key, first_index + offset), owner, Completion.from_json(completion.to_json()))
 
-    def release(self, key: str, indices: Iterable[int], owner: object) -> None:
-        """End `owner`'s claims on `indices` that are not settled: their waiters look again."""
+    def release(self, key: str, indices: Iterable[int], owner: object, failed: bool = False) -> None:
+        """End `owner`'s claims on `indices` that are not settled: their waiters look again
+        (`failed`: its call failed, and they will not wait for the sample again)."""
         for i in indices:
-            self._end((key, i), owner, None)
+            self._end((key, i), owner, Released.FAILED if failed else Released.RELEASED)
 
     def release_owners(self, which: Callable[[object], bool]) -> int:
         """Release every claim whose owner `which` picks (a dead Ray worker's); how many."""
         ended = [(slot, owner) for slot, (owner, _) in self._table.items() if which(owner)]
         for slot, owner in ended:
-            self._end(slot, owner, None)
+            self._end(slot, owner, Released.RELEASED)
         return len(ended)
 
-    def _end(self, slot: tuple[str, int], owner: object, completion: Completion | None) -> None:
+    def _end(self, slot: tuple[str, int], owner: object, completion: Completion | Released) -> None:
         flight = self._table.get(slot)
         if flight is None or flight[0] != owner:  # settled already, or someone else's claim since
             return
@@ -124,15 +143,18 @@ class Flights:
         flight[1].set_result(completion)
 
     @staticmethod
-    async def wait(futures: dict[int, asyncio.Future[Completion | None]]) -> dict[int, Completion]:
-        """The replies of the flights `futures` by index, once each has ended; a released
-        one is left out. Shielded: a waiter cancelled leaves the flight to the others."""
-        replies = {}
+    async def wait(futures: dict[int, Flight]) -> tuple[dict[int, Completion], set[int]]:
+        """The replies of the flights `futures` by index, once each has ended (a released
+        one is left out), and the indices whose claim failed. Shielded: a waiter cancelled
+        leaves the flight to the others."""
+        replies, failed = {}, set()
         for i, future in futures.items():
             completion = await asyncio.shield(future)
-            if completion is not None:
+            if isinstance(completion, Completion):
                 replies[i] = completion
-        return replies
+            elif completion is Released.FAILED:
+                failed.add(i)
+        return replies, failed
 
 
 class CallCache:
@@ -326,6 +348,7 @@ class CachedModel:
                         owner: object, enclosing: frozenset[object]) -> list[Completion]:
         wanted = range(params.sample_offset, params.sample_offset + params.n)
         found: dict[int, Completion] = {}
+        failed: set[int] = set()  # samples whose claim failed while this call waited: not waited for again
         while True:
             # The cache first, then the flights, with no await between them: a sample
             # is either committed, or in flight, or free to claim.
@@ -335,8 +358,9 @@ class CachedModel:
             self.stats.hits += len(hits)
             found.update(hits)
             missing = [i for i in wanted if i not in found]
-            # What an enclosing call claimed is made here, for it: neither waited for nor claimed.
-            waits = flights.flying(key, missing, but=enclosing)
+            # What an enclosing call claimed is made here, for it: neither waited for nor claimed;
+            # so is a sample that failed once and another waiter of that failure claimed since.
+            waits = flights.flying(key, [i for i in missing if i not in failed], but=enclosing)
             claimed = [i for i in missing if not flights.in_flight(key, i)]
             flights.claim(key, claimed, owner)
 
@@ -345,17 +369,26 @@ class CachedModel:
                 self.stats.backend_calls += len(fresh)
                 flights.settle(key, start, fresh, owner)
 
+            failing = True
             try:
                 await generate_missing(self.inner, messages, params, found, store, elsewhere=waits)
+                failing = False
+            except asyncio.CancelledError:
+                failing = False
+                raise
             finally:
-                flights.release(key, claimed, owner)  # what a failure or a cancellation left unsettled
+                # What a failure or a cancellation left unsettled.
+                flights.release(key, claimed, owner, failed=failing)
             # Only now, holding no claim, wait for the other calls' samples.
-            replayed = {i: _replayed(c) for i, c in (await Flights.wait(waits)).items()}
+            replies, failed_now = await Flights.wait(waits)
+            failed |= failed_now
+            replayed = {i: _replayed(c) for i, c in replies.items()}
             self.stats.hits += len(replayed)
             found.update(replayed)
             if len(found) == len(wanted):
                 return [found[i] for i in wanted]
-            # A claimant failed or was cancelled: look again, and ask for what no one has.
+            # A claimant failed or was cancelled: look again, and ask for what no one has
+            # (and, after a failure, for what another of its waiters now claims).
 
     async def aclose(self) -> None:
         await self.inner.aclose()
