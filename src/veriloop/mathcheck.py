@@ -14,16 +14,33 @@ math_verify compares it. So a parsed answer goes to math_verify (or to evalf) on
 its size is bounded (`_bounded`): every power, factorial, binomial, sum and product in
 it has operands whose magnitude, bounded from the literals up, keeps the result under
 MAX_RESULT_DIGITS digits; one that is not is equal to nothing but the same text.
+
+A bound on size is not a bound on time (sympy's simplify may still be slow on a small
+expression), so every math_verify comparison and evalf runs in a worker process of its
+own (`_Judge`, one per process, started on first use and kept): the caller waits at most
+JUDGE_SECONDS for its answer; a comparison that takes longer is a non-match, and the
+worker is killed and started afresh for the next. The worker caps its own memory, and a
+worker that died between calls is started again. Numbers, choices and identical text are
+decided here, without it.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
+import json
 import logging
 import math
+import os
 import re
+import selectors
+import subprocess
+import sys
+import threading
+import time
 from fractions import Fraction
 from functools import lru_cache
+from typing import IO, Any
 
 MAX_ANSWER_CHARS = 400
 MAX_EXPONENT = 400  # 1e400 is already absurd for an answer; 1e999999 would be slow
@@ -265,6 +282,10 @@ def _bounded(parsed: tuple[object, ...]) -> bool:
 
 
 def _math_verify_equal(pred: str, gold: str) -> bool:
+    return bool(_JUDGE.ask(["equal", pred, gold], False))
+
+
+def _math_verify_equal_here(pred: str, gold: str) -> bool:
     from math_verify import verify
 
     try:
@@ -310,6 +331,11 @@ def equivalent(pred: str | None, gold: str | None, digits: int = DEFAULT_DIGITS)
 
 
 def _numeric_value(latex: str) -> Fraction | None:
+    found = _JUDGE.ask(["value", latex], None)
+    return Fraction(found) if isinstance(found, str) else None
+
+
+def _numeric_value_here(latex: str) -> Fraction | None:
     try:
         parsed = _latex_parse(_as_latex(latex))
     except Exception:
@@ -353,3 +379,119 @@ def canonical_answer(answer: str | None) -> str | None:
     s = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s)
     s = "".join(s.split())
     return s or None
+
+
+# --------------------------------------------------------------------------- the worker
+
+JUDGE_SECONDS = 10.0  # one comparison; math_verify takes a few milliseconds on MATH-500
+JUDGE_START_SECONDS = 120.0  # importing sympy and math_verify, on a loaded machine
+JUDGE_MEMORY_BYTES = 4 << 30
+# Run as `python -c`: the worker imports this module from the caller's own sys.path.
+_WORKER = "import json, sys\nsys.path[:0] = json.loads(sys.argv[1])\nfrom veriloop.mathcheck import _serve\n_serve()\n"
+
+
+def _serve() -> None:
+    """The worker's loop: a JSON request a line on stdin, a JSON reply a line on stdout."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (JUDGE_MEMORY_BYTES, JUDGE_MEMORY_BYTES))
+    _quiet_math_verify()
+    import math_verify  # noqa: F401  (imported before "ready": the caller's deadline is per comparison)
+
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        op, *args = json.loads(line)
+        reply: Any
+        try:
+            if op == "equal":
+                reply = _math_verify_equal_here(args[0], args[1])
+            else:
+                value = _numeric_value_here(args[0])
+                reply = None if value is None else str(value)
+        except MemoryError:
+            reply = None
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+class _Judge:
+    """The worker process and the one call at a time it serves (a lock: scoring threads
+    queue here). Owned by the process that started it: a forked child starts its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = 0
+        self._buffer = b""
+        atexit.register(self.stop)
+
+    def ask(self, request: list[Any], default: Any) -> Any:
+        """The worker's reply to `request`, or `default` when it gives none in time."""
+        with self._lock:
+            proc = self._running()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                proc.stdin.flush()
+            except OSError:
+                self.stop()
+                return default
+            line = self._line(proc.stdout, JUDGE_SECONDS)
+            if line is None:  # too slow, or the worker died on it: the next call gets a new one
+                self.stop()
+                return default
+            try:
+                return json.loads(line)
+            except ValueError:
+                self.stop()
+                return default
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._owner != os.getpid():
+            self._proc = None  # a forked child: the worker is its parent's, left to it
+        if self._proc is not None and self._proc.poll() is not None:
+            self.stop()
+        if self._proc is None:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER, json.dumps(sys.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, bufsize=0, close_fds=True,
+            )
+            self._proc, self._owner, self._buffer = proc, os.getpid(), b""
+            assert proc.stdout is not None
+            if self._line(proc.stdout, JUDGE_START_SECONDS) != b"ready":
+                self.stop()
+                from .errors import VeriloopError
+
+                raise VeriloopError("the math answer checker's worker process did not start (python -c ... "
+                                    "veriloop.mathcheck._serve); check that math-verify and sympy import")
+        return self._proc
+
+    def _line(self, stream: IO[bytes], seconds: float) -> bytes | None:
+        """The next line from `stream` within `seconds`, without its newline; None if none came."""
+        deadline = time.monotonic() + seconds
+        with selectors.DefaultSelector() as selector:
+            selector.register(stream, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and self._owner == os.getpid():
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+
+_JUDGE = _Judge()

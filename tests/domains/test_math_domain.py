@@ -379,3 +379,29 @@ def test_the_size_bound_passes_every_math500_reference(shared_data) -> None:
     assert len(rows) == 500
     largest = max(_digits(item) for row in rows for item in _latex_parse(mathcheck._as_latex(row["answer"])))
     assert largest < MAX_RESULT_DIGITS / 1000
+
+
+def test_a_comparison_slower_than_the_time_limit_is_a_non_match_and_the_next_gets_a_new_worker(monkeypatch) -> None:
+    from veriloop.mathcheck import _JUDGE
+
+    # A worker that answers "ready" and then never replies: the comparison's time runs out.
+    stalled = "import sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\ntime.sleep(600)\n"
+    _JUDGE.stop()
+    monkeypatch.setattr(mathcheck, "_WORKER", stalled)
+    monkeypatch.setattr(mathcheck, "JUDGE_SECONDS", 0.5)
+    assert mathcheck.equivalent("\\sqrt{8}", "2\\sqrt{2}") is False
+    assert _JUDGE._proc is None  # killed, not left to hang
+    monkeypatch.undo()
+    assert mathcheck.equivalent("\\sqrt{8}", "2\\sqrt{2}") is True
+
+
+def test_a_worker_that_died_between_comparisons_is_started_again() -> None:
+    from veriloop.mathcheck import _JUDGE
+
+    assert mathcheck.equivalent("\\frac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}") is True
+    first = _JUDGE._proc
+    assert first is not None
+    first.kill()
+    first.wait()
+    assert mathcheck.equivalent("\\frac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}") is True
+    assert _JUDGE._proc is not None and _JUDGE._proc.pid != first.pid
