@@ -189,7 +189,9 @@ def test_a_freeze_of_the_callers_own_is_left_as_it_is(tmp_path: Path) -> None:
     try:
         frozen = gc.get_freeze_count()
         asyncio.run(run(model, tmp_path / "run", n=2, concurrency=2))
-        assert gc.get_freeze_count() >= frozen  # not unfrozen by the run
+        # A frozen object that dies leaves the permanent generation (the count went down by
+        # 2 in one clean-clone run); an unfreeze would have emptied it.
+        assert gc.get_freeze_count() > frozen // 2  # not unfrozen by the run
     finally:
         gc.unfreeze()
-    assert during and all(count >= frozen for count in during)
+    assert during and all(count > frozen // 2 for count in during)
