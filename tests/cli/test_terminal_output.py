@@ -545,7 +545,7 @@ def test_run_prints_its_paired_comparisons_after_the_table(tmp_path, instant_ser
 
 
 def test_printable_escapes_what_a_terminal_obeys_and_nothing_else():
-    from veriloop.cli.printable import printable
+    from veriloop.printable import printable
 
     obeyed = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x61C, 0x200E, 0x200F, 0x2028, 0x2029,
                                *range(0x202A, 0x202F), *range(0x2066, 0x206A)]))

@@ -15,6 +15,7 @@ import veriloop
 from veriloop import Completion, VeriloopError
 from veriloop.experiment.runner import run_experiment
 from veriloop.experiment.spec import Cell, find_experiment, load_experiment, parse_experiment, path_component
+from veriloop.printable import printable
 from veriloop.strategies import parse_strategy
 
 JUDGED = (("verifier_model", "judge"),)
@@ -150,11 +151,28 @@ def test_a_name_that_would_leave_the_experiment_directory_is_refused_and_nothing
         Cell("..", "g", "s", 0).directory()
 
 
-@pytest.mark.parametrize("name", ["a/../..", "/etc", "C:\\x", "nul\0", "..a"])
+@pytest.mark.parametrize("name", ["a/../..", "/etc", "C:\\x", "..a"])
 def test_other_names_become_one_directory_inside_the_experiment(name) -> None:
     (part,) = Cell(name, "game24", "standard", 0).directory().parts[:1]
     assert "/" not in part and "\\" not in part and "\0" not in part and part not in (".", "..")
     assert (Path("/out") / part).resolve().parent == Path("/out")
+
+
+@pytest.mark.parametrize("name", ["nul\0", "m\x1b]0;PWNED\x07", "red\x1b[31m", "csi\x9b2J", "bidi\u202eevil"])
+def test_a_name_holding_a_control_character_is_refused(name) -> None:
+    # Names reach progress lines and tables: a terminal would obey these characters.
+    with pytest.raises(ValueError) as refused:
+        path_component(name)
+    assert str(refused.value) == f"the name '{printable(name)}' holds a control character; rename it"
+    assert "\x1b" not in str(refused.value) and "\x9b" not in str(refused.value)
+
+
+def test_an_experiment_file_naming_a_model_with_an_escape_sequence_is_one_line(tmp_path) -> None:
+    spec = {**experiment(tmp_path), "models": {"m\x1b]0;title\x07": {}, "judge": {"id": "openai/scripted-judge"}}}
+    with pytest.raises(VeriloopError) as refused:
+        veriloop.eval_experiment(spec, out=tmp_path / "out", models={}, cache=False, progress=False)
+    assert str(refused.value).endswith("the name 'm\\x1b]0;title\\x07' holds a control character; rename it")
+    assert not (tmp_path / "out").exists()
 
 
 def test_names_that_differ_only_outside_a_plain_directory_name_get_directories_of_their_own() -> None:

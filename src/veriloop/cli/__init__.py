@@ -79,7 +79,7 @@ def main() -> None:
     try:
         app()
     except VeriloopError as exc:
-        from .printable import printable
+        from ..printable import printable
 
         # Plain print: rich would wrap a long message over several lines. A message may quote
         # a user's file (a name, a path, a foreign reader's complaint): control characters escaped.

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from ..errors import VeriloopError
+from ..printable import printable
 from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
-from .printable import printable
 
 if TYPE_CHECKING:
     from ..models.base import Model

@@ -38,6 +38,7 @@ from pydantic import (
 from ..datafiles import deepest_line
 from ..errors import SpecError, VeriloopError
 from ..models.settings import ModelSettings
+from ..printable import UNSAFE, printable
 
 # The roles a cell can give to another model, and the call roles (records.Role) each covers.
 ROLE_CALLS: dict[str, tuple[str, ...]] = {
@@ -665,6 +666,9 @@ def path_component(name: str) -> str:
     if not name.strip() or name in (".", ".."):
         raise ValueError(f"the name {name!r} cannot name a directory (each cell's directory is named after its "
                          "model, domain and strategy); rename it")
+    if UNSAFE.search(name):
+        # Names are printed on progress lines and in tables: a terminal would obey these.
+        raise ValueError(f"the name '{printable(name)}' holds a control character; rename it")
     component = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name)
     plain = component.strip("_")  # as directories were named before digests, for runs made then
     if not re.search(r"[^A-Za-z0-9._=+\-\s:,]", name) and plain not in ("", ".", ".."):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: object, keep: str = "") -> str:
@@ -31,4 +31,4 @@ def printable(text: object, keep: str = "") -> str:
             return char
         return f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}"
 
-    return _UNSAFE.sub(escape, str(text))
+    return UNSAFE.sub(escape, str(text))
