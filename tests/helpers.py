@@ -229,3 +229,13 @@ def _sandbox_uid(entry: Path) -> bool:
 
     uid = next((line.split()[1] for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:")), "")
     return uid == str(UNPRIVILEGED_ID)
+
+
+def booby_trapped_check(folder: Path, name: str = "their_check.py") -> tuple[Path, Path]:
+    """(a check file, its marker): the check file writes the marker when it is imported, so a
+    reader of someone else's run directory that names it can be shown never to import it."""
+    marker = folder / f"{Path(name).stem}-ran"
+    check = folder / name
+    check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
+                     "def check(record, answer):\n    return True\n")
+    return check, marker

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import TEST_DATA, command_environ
+from helpers import TEST_DATA, booby_trapped_check, command_environ
 
 from veriloop.domains import get_domain
 from veriloop.domains.base import Domain
@@ -74,10 +74,7 @@ def task_source(tmp_path: Path) -> tuple[Path, Path]:
     from veriloop.experiment.spec import Experiment
     from veriloop.records import RoundRecord, Trajectory
 
-    marker = tmp_path / "their-check-ran"
-    theirs = tmp_path / "their_check.py"
-    theirs.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
-                      "def check(record, answer):\n    return True\n")
+    theirs, marker = booby_trapped_check(tmp_path)
     tasks = tmp_path / "sums.jsonl"
     tasks.write_text('{"id": "s1", "q": "1+1", "a": "2"}\n{"id": "s2", "q": "2+2", "a": "4"}\n')
     entry = {"file": str(tasks), "prompt": "What is {q}?", "check": f"python:{theirs}:check", "reference_field": "a",

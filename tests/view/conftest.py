@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import booby_trapped_check
 from scripted import play
 from view_runs import (
     CRITIQUE,
@@ -91,10 +92,7 @@ def task_run(tmp_path: Path, played: dict[str, Trajectory]) -> tuple[Path, Path]
     """A run directory handed over by someone else: its config.json is a `--task` run's,
     naming a check file that writes a marker file when it is imported. Returns the run
     and the marker's path."""
-    marker = tmp_path / "the-check-file-ran"
-    check = tmp_path / "their_check.py"
-    check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
-                     "def check(record, answer):\n    return True\n")
+    check, marker = booby_trapped_check(tmp_path)
     tasks = tmp_path / "sums.jsonl"
     tasks.write_text('{"q": "1+1", "a": "2"}\n')
     run = write_run(tmp_path / "task-run", [played["standard"]])
