@@ -499,3 +499,17 @@ def test_a_data_file_changed_in_place_is_refused(tmp_path, smollm2_path):
     assert small_run(out, "--data", str(data)).returncode == 0
     data.write_text(data.read_text().replace("1 1 4 6", "1 1 3 8"))
     assert_one_line_error(small_run(out, "--data", str(data)), "data file contents (sha256)")
+
+
+def test_python_dash_m_veriloop_is_the_veriloop_command():
+    env = dict(os.environ, COLUMNS="80")
+    by_module = subprocess.run([sys.executable, "-m", "veriloop", "--help"], capture_output=True, text=True, env=env,
+                               timeout=120)
+    by_cli = subprocess.run([sys.executable, "-m", "veriloop.cli", "--help"], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert by_module.returncode == 0, by_module.stderr
+    assert by_module.stdout.replace("python -m veriloop ", "") == by_cli.stdout.replace("python -m veriloop.cli ", "")
+    assert "Usage:" in by_module.stdout
+    failed = subprocess.run([sys.executable, "-m", "veriloop", "run", "--domain", "chess"], capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert failed.returncode == 2 and failed.stderr.startswith("error: unknown domain 'chess'")
