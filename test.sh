@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Set up (venv, dependencies with Ray, the small test model, Chromium for the browser tests), run
+# Set up (venv, every extra and the test tools, the small test model, Chromium for the browser tests), run
 # the static checks (ruff, mypy) and the whole test suite, model-backed and browser tests
 # included. Arguments, if any, go to one pytest run instead (e.g. -m "not model", or a test's path).
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/setup.sh --browser --ray smollm2-135m
+scripts/setup.sh --dev --browser smollm2-135m
 echo "ruff check:" && .venv/bin/ruff check --quiet src tests bench docs && echo "  clean"
 echo "mypy:" && .venv/bin/mypy --no-error-summary && echo "  clean"
 if [ $# -gt 0 ]; then

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Set up everything veriloop needs, idempotently: the virtualenv, the pinned dependencies
-# (llama-cpp-python is compiled from source once; pip caches the wheel), and the model
-# packs named as arguments. A second run checks stamps and returns in about a second.
-# --browser also installs Chromium from the system's packages (Debian: `chromium`), which
-# the report viewer's browser tests drive; --ray installs the optional extra veriloop[ray]
-# (--executor ray); ./test.sh asks for both.
+# Set up everything veriloop needs, idempotently: the virtualenv, the dependencies at the
+# versions in constraints.txt (llama-cpp-python is compiled from source once; pip caches the
+# wheel), and the model packs named as arguments. A second run checks stamps and returns in
+# about a second.
+# Without options it installs what the main job runs: the core and the extra `local`
+# (llama.cpp). --dev installs everything ./test.sh needs: every extra, the docs and the test
+# tools. --browser also installs Chromium from the system's packages (Debian: `chromium`),
+# which the report viewer's browser tests drive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 browser=0
-extras=dev
+extras=local
 while [ $# -gt 0 ]; do
     case "$1" in
         --browser) browser=1 ;;
-        --ray) extras=dev,ray ;;
+        --dev) extras=dev ;;
         *) break ;;
     esac
     shift
@@ -30,17 +32,17 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
-# Reinstall only when the declared dependencies change; a venv set up with Ray also
-# serves a set-up without it.
+# Reinstall only when the declared dependencies change; a venv set up for the tests also
+# serves the main job.
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-32)
 installed=0
-for have in "$extras" dev,ray; do
+for have in "$extras" dev; do
     if [ "$(cat "$VENV/.veriloop-deps-$have" 2>/dev/null)" = "$want" ]; then
         installed=1
     fi
 done
 if [ "$installed" = 0 ]; then
-    echo "setup: installing dependencies (the first time, llama-cpp-python compiles for about 4 minutes)"
+    echo "setup: installing veriloop[$extras] (the first time, llama-cpp-python compiles for about 4 minutes)"
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
     echo "$want" > "$VENV/.veriloop-deps-$extras"

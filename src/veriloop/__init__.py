@@ -19,9 +19,10 @@ cheap for the command line):
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # pyproject.toml reads it; CHANGELOG.md says what each version changed
 
 _EXPORTS = {
     "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
@@ -41,6 +42,11 @@ _EXPORTS = {
 }
 _RENAMED = {"strategy": ("strategies", "parse_strategy"), "verifier": ("verifiers", "get_verifier"),
             "domain": ("domains", "get_domain")}
+
+# Names of the public API renamed or removed in a release keep working for one more release,
+# with a DeprecationWarning naming what replaces them (old name -> module, attribute, what to
+# use instead); CHANGELOG.md lists each under "Deprecated", and the release after drops it.
+_DEPRECATED: dict[str, tuple[str, str, str]] = {}
 
 __all__ = sorted([*_EXPORTS, *_RENAMED, "__version__"])
 
@@ -77,6 +83,11 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     if name in _RENAMED:
         module, attr = _RENAMED[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    if name in _DEPRECATED:
+        module, attr, instead = _DEPRECATED[name]
+        warnings.warn(f"veriloop.{name} is deprecated and goes in the next release; use {instead}",
+                      DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module 'veriloop' has no attribute {name!r}")
 

@@ -1,0 +1,47 @@
+"""A project others can depend on (issue 38, item 5): one version, stated once and matched
+by the changelog's newest section; a name of the public API that is renamed or removed
+keeps working for one release with a DeprecationWarning naming what replaces it."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import warnings
+
+import pytest
+from helpers import ROOT
+
+import veriloop
+
+
+def test_the_version_is_stated_once_and_the_changelog_opens_with_it() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "veriloop.__version__"}
+    sections = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(), flags=re.M)
+    assert sections[0] == veriloop.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", veriloop.__version__)
+
+
+def test_a_deprecated_name_works_for_one_release_and_says_what_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(veriloop._DEPRECATED, "run_correction", ("api", "correct", "veriloop.correct"))
+    with pytest.warns(DeprecationWarning) as caught:
+        old = veriloop.run_correction  # type: ignore[attr-defined]
+    assert old is veriloop.correct
+    assert [str(w.message) for w in caught] == [
+        "veriloop.run_correction is deprecated and goes in the next release; use veriloop.correct"]
+    assert caught[0].filename == __file__  # the warning points at the user's line, not at veriloop's
+    assert "run_correction" not in veriloop.__all__ and "run_correction" not in dir(veriloop)
+
+
+def test_names_of_the_public_api_load_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in veriloop.__all__:
+            getattr(veriloop, name)
+
+
+def test_the_package_says_it_is_typed() -> None:
+    assert (ROOT / "src" / "veriloop" / "py.typed").is_file()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["veriloop"]
