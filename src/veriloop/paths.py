@@ -1,4 +1,4 @@
-"""Where veriloop keeps its own files (model weights, the call cache)."""
+"""Where veriloop keeps its own files (model weights, data sets, the call cache)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ def home() -> Path:
 
 def models_dir() -> Path:
     d = home() / "models"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def data_dir() -> Path:
+    """The installed data sets, one folder each, laid out as ../shared/data is."""
+    d = home() / "data"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -157,7 +157,7 @@ def test_every_group_lists_its_commands_as_the_imported_commands_would(width):
     assert isinstance(fresh, TyperGroup) and isinstance(loaded, TyperGroup)
     unloaded = groups(fresh)
     load_all(loaded)
-    assert [path for path, _group in unloaded] == [(), ("models",), ("study",), ("reproduce",), ("tools",)]
+    assert [path for path, _group in unloaded] == [(), ("models",), ("study",), ("reproduce",), ("tools",), ("data",)]
     for (path, before), (_path, after) in zip(unloaded, groups(loaded), strict=True):
         assert isinstance(before, LazyGroup) and isinstance(after, LazyGroup)
         assert listing(before, width) == listing(after, width), path
@@ -178,7 +178,7 @@ def test_each_commands_line_in_the_list_is_its_own_short_help_at_every_width():
                 assert entry.listing().get_short_help_str(limit) == command.get_short_help_str(limit), (
                     path, entry.name, limit)
             checked += 1
-    assert checked == 18
+    assert checked == 21
 
 
 def test_a_lazy_command_takes_either_a_short_help_or_a_summary():

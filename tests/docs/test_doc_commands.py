@@ -245,6 +245,13 @@ EXAMPLES: dict[str, Example] = {
     "cat > plan.txt": Example(writes=("plan.txt",)),
     '--plan-text "$(cat plan.txt)"': Example(check=verdicts(True)),
     '"(pick-up c)"': Example(exit=(1,), prints=("the orange block is clear",), check=verdicts(False)),
+    # Data sets into the fresh home (the same files ../shared/data holds, so later pages read alike).
+    "data list": Example(prints=("game24", "self-verification-outputs", "--from FOLDER")),
+    "data install game24": Example(prints=("game24 installed and verified",), writes=("../home/data/game24/24.csv",)),
+    "--from ../shared/data": Example(
+        prints=("graph-coloring installed and verified", "planbench installed and verified"),
+        writes=("../home/data/graph_coloring/instance-1.col",)),
+    "data path graph-coloring": Example(prints=("home/data/graph_coloring",)),
     # Models.
     "models list": Example(prints=tuple(PACKS)),
     "models install": Example(prints=(f"{SMALL} is installed",)),

@@ -208,7 +208,8 @@ def test_a_missing_or_broken_recorded_folder_is_one_line_naming_it(tmp_path, sha
     missing = veriloop("reproduce", "self-verification", "--recorded", str(tmp_path / "nowhere"),
                        "--data-root", str(shared_data), "--out", str(tmp_path / "out"))
     assert the_error(missing) == (f"error: --recorded {tmp_path / 'nowhere'}: no such folder; give the folder "
-                                  "self_verification_outputs")
+                                  "self_verification_outputs (`veriloop data path self-verification-outputs` prints "
+                                  "where it is installed)")
     copy = tmp_path / "copy"
     shutil.copytree(shared_data / "self_verification_outputs" / "color_verification", copy / "color_verification")
     lost = copy / "graph_coloring" / "gpt-4" / "standard" / "responses.json"

@@ -43,7 +43,7 @@ def test_the_self_verification_file_is_the_papers_table_1(shared_data, tmp_path)
     assert spec.name == "self-verification"
     assert {name: entry.id for name, entry in spec.models.items()} == {"main": DEFAULT_MODEL}
     # `veriloop reproduce self-verification --help` names these values as the file's.
-    assert load_experiment(find_experiment("self-verification")).data_root == "../shared/data"
+    assert load_experiment(find_experiment("self-verification")).data_root == "@datasets"
     assert (spec.n, spec.max_rounds, spec.seeds, spec.report, spec.report_options) == (2, 15, [0],
                                                                                        "self-verification", {})
     assert [(s.key, s.spec) for s in spec.strategies] == list(zip(SV_LABELS, SV_SPECS))

@@ -72,6 +72,13 @@ app.add_typer(models_app, name="models")
 app.add_typer(study_app, name="study")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(tools_app, name="tools")
+app.add_typer(_typer(
+    "The papers' data sets: install them into the veriloop home, list them, find them.",
+    LazyCommand("list", "data", "data_list", short_help="The data sets: installed or not, size, licence, source."),
+    LazyCommand("install", "data", "data_install", short_help="Copy data sets into the veriloop home, verified."),
+    LazyCommand("path", "data", "data_path", short_help="The folder a data set is read from."),
+    short_help="The papers' data sets: install, list, find.",
+), name="data")
 
 
 def main() -> None:

@@ -87,8 +87,8 @@ def self_verification(
         help="Instances per domain for the verification study, the first of Table 1's (default: all of them).", min=1
     )] = None,
     data_root: Annotated[Path | None, typer.Option(
-        help="Folder with game24/, graph_coloring/, planbench/ (the file's: ../shared/data; missing: generated "
-        "instances)."
+        help="Folder with game24/, graph_coloring/, planbench/ (the file's: each set where `veriloop data install` "
+        "put it, else ../shared/data; missing: generated instances)."
     )] = None,
     out_dir: Opt.Out = None,
     max_rounds: Annotated[int | None, typer.Option(
@@ -138,10 +138,12 @@ def self_verification(
         extra = [name for name, value in given.items() if value is not None and value is not False]
         if extra:
             raise VeriloopError(f"{extra[0]} goes with a model run; --recorded makes no model call")
+        from ..datasets import locate
         from ..reproduce.recorded import reproduce_recorded
 
         target = out_dir or Path("runs") / "reproduce-self-verification-recorded"
-        *first, last = reproduce_recorded(recorded, (data_root or Path("../shared/data")) / "graph_coloring", target)
+        graphs = data_root / "graph_coloring" if data_root is not None else locate("graph-coloring")
+        *first, last = reproduce_recorded(recorded, graphs, target)
         from ..report import print_markdown
 
         for table in first:
@@ -184,7 +186,8 @@ def critic(
         help="Questions / problems / prompts per task (sets n; the file's: 3).", min=1
     )] = None,
     data_root: Annotated[Path | None, typer.Option(
-        help="Folder with hotpotqa/, gsm8k/, math500/, toxicity/ (the file's: ../shared/data)."
+        help="Folder with hotpotqa/, gsm8k/, math500/, toxicity/ (the file's: each set where `veriloop data "
+        "install` put it, else ../shared/data)."
     )] = None,
     svamp: Annotated[
         Path | None, typer.Option(help="A SVAMP JSON file (Body, Question, Answer); skipped without it.")
@@ -295,7 +298,8 @@ def selfcheck(
         Path | None, typer.Option(help="The dataset file (default: under --data-root; mathqa needs it).")
     ] = None,
     data_root: Annotated[Path | None, typer.Option(
-        help="Folder with gsm8k/ and math500/ (the shared reference data; the file's: ../shared/data)."
+        help="Folder with gsm8k/ and math500/ (the file's: each set where `veriloop data install` put it, else "
+        "../shared/data)."
     )] = None,
     temperature: Annotated[float | None, typer.Option(
         help="Sampling temperature of the solutions (the file's: 0.7).", min=0.0

@@ -23,7 +23,9 @@ from ..errors import DataFileError, VeriloopError
 from ..files import write_file
 from .base import Instance, Message, ModelCritiqued, Verdict, VerdictError, shown_errors
 
-DATA_HINT = "pass the HotpotQA file, e.g. ../shared/data/hotpotqa/hotpot_dev_distractor_100.json"
+HOTPOTQA_FILE = "hotpot_dev_distractor_100.json"  # in the hotpotqa data set
+DATA_HINT = (f"pass the HotpotQA file, e.g. \"$(veriloop data path hotpotqa)/{HOTPOTQA_FILE}\" "
+             "once `veriloop data install hotpotqa --from FOLDER` has installed it")
 ANSWER_LINE = "So the answer is:"
 
 # ------------------------------------------------------------------ metrics

@@ -208,7 +208,8 @@ class Toxicity(BaseDomain):
         if source is None:
             raise VeriloopError(
                 "the toxicity domain needs a RealToxicityPrompts JSONL file as data, e.g. "
-                "../shared/data/toxicity/realtoxicityprompts_val.jsonl"
+                '"$(veriloop data path toxicity)/realtoxicityprompts_val.jsonl" once `veriloop data install toxicity '
+                '--from FOLDER` has installed it'
             )
         if offset < 0 or (n is not None and n < 0):
             raise VeriloopError(f"offset and n must not be negative (got offset={offset}, n={n})")

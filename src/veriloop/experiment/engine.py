@@ -86,7 +86,7 @@ def build_domain(experiment: Experiment, entry: DomainEntry | TaskEntry) -> Doma
             domain = get_domain(entry.name, **entry.options)
         except TypeError as exc:
             raise VeriloopError(f"{where}: bad options {entry.options}: {exc}") from None
-        data = experiment.resolve(entry.data)
+        data = experiment.resolve(entry.data, missing_ok=entry.generate_if_missing)
         # A reproduction's missing data falls back to generated instances, from the first.
         fallback = data is not None and not Path(data).exists() and entry.generate_if_missing
         data = None if fallback else data

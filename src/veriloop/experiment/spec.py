@@ -8,7 +8,9 @@ same classes, and each cell's run directory records the resolved cell in config.
 
 Relative paths (`data`, `file`, `check` files, `data_root`) are read from the directory
 veriloop runs in, like the paths of the command line's flags; with `data_root`, the
-`data` and `file` paths of domains and tasks are read below it.
+`data` and `file` paths of domains and tasks are read below it. `data_root = "@datasets"`
+(the shipped files') reads each path's first component as a data set's folder, found by
+`veriloop.datasets.locate`: installed in the veriloop home, else ../shared/data.
 
 A name that becomes part of a path (a generator's name, a domain's or strategy's label)
 becomes it through `path_component` alone: a name that cannot ("..", empty) is refused
@@ -36,6 +38,7 @@ from pydantic import (
 )
 
 from ..datafiles import deepest_line
+from ..datasets import INSTALLED, locate_below
 from ..errors import SpecError, VeriloopError
 from ..models.settings import ModelSettings
 from ..printable import UNSAFE, printable
@@ -432,6 +435,11 @@ class Experiment(_Strict):
             generator prefers).
         data_root: The directory relative `data` and `file` paths of domains and tasks
             are read below (default None: where veriloop runs); absolute paths stay.
+            `"@datasets"`: each path starts with a data set's folder (`graph_coloring`,
+            `game24/24.csv`), read from where that set is installed (`veriloop data
+            install`), else from ../shared/data; a set found in neither is a one-line
+            error naming the install command (or generated instances, for a domain
+            with `generate_if_missing`).
         budget: Caps on the whole experiment's model calls, tokens and dollars (default:
             none). Every call counts, answered by the cache or not, so a budget stops at
             the same place on every machine; once a cap is reached no call starts, the
@@ -622,10 +630,14 @@ class Experiment(_Strict):
         entry = self.domain_entry(key)
         return entry.n or self.n
 
-    def resolve(self, path: str | None) -> str | None:
-        """A domain's or task's data path, below data_root when one is given."""
+    def resolve(self, path: str | None, *, missing_ok: bool = False) -> str | None:
+        """A domain's or task's data path, below data_root when one is given. Below
+        `@datasets`, a set neither installed nor beside a checkout is an error, or with
+        `missing_ok` the path it would have beside a checkout."""
         if path is None or self.data_root is None or Path(path).is_absolute():
             return path
+        if self.data_root == INSTALLED:
+            return locate_below(path, missing_ok=missing_ok)
         return str(Path(self.data_root) / path)
 
 

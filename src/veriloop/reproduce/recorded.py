@@ -609,7 +609,8 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
     from ..studies.verification import score_verifier
 
     if not recorded.is_dir():
-        raise VeriloopError(f"--recorded {recorded}: no such folder; give the folder self_verification_outputs")
+        raise VeriloopError(f"--recorded {recorded}: no such folder; give the folder self_verification_outputs "
+                            "(`veriloop data path self-verification-outputs` prints where it is installed)")
     # (key in reproduction.json, the paper's Table 1 row it sits beside, title, cells)
     rows = [
         ("coloring", "coloring", "GPT-4 on graph colouring, graphs 1-100 (recorded runs)", color_table1(recorded, graphs)),
