@@ -81,7 +81,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md"):
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    pip(Path(sys.executable), "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"),
+    pip(Path(sys.executable), "wheel", "--quiet", "--no-deps", "-w", str(work / "dist"),
         str(source))
     (built,) = (work / "dist").glob("veriloop-*.whl")
     return built
@@ -105,6 +105,17 @@ def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
           f"installed in {seconds:.0f} s")
     (work / "install.log").write_text(installed.stdout + installed.stderr)
     yield python.parent, folder
+
+
+def test_the_wheel_ships_the_package_its_data_catalogue_and_licence(wheel: Path) -> None:
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("veriloop/py.typed", "veriloop/datasets.json", "veriloop/view/assets/view.js",
+                   "veriloop/experiments/self-verification.toml", "veriloop/__main__.py"):
+        assert needed in names, needed
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
+    assert {name.split("/")[0] for name in names} == {"veriloop", wheel.name.split("-py3")[0] + ".dist-info"}
 
 
 def run(bin_dir: Path, *args: str, cwd: Path, home: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -192,3 +203,42 @@ def test_the_core_resolves_beside_a_users_stack(wheel: Path, tmp_path: Path, bes
               for item in json.loads(report.read_text())["install"]}
     assert "veriloop" in chosen
     assert chosen[name].startswith(version), chosen[name]
+
+
+@pytest.fixture(scope="module")
+def everything(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """A fresh venv with the wheel and every extra at constraints.txt's versions (pip's cache
+    holds the llama-cpp-python wheel ./test.sh built), and a folder outside the checkout."""
+    work = tmp_path_factory.mktemp("all")
+    python = fresh_venv(work / "venv")
+    started = time.monotonic()
+    pip(python, "install", "--quiet", "-c", str(ROOT / "constraints.txt"), f"{wheel}[all]")
+    frozen = json.loads(pip(python, "list", "--format=json").stdout)
+    print(f"\nveriloop[all]: {len(frozen)} packages, installed in {time.monotonic() - started:.0f} s")
+    folder = work / "project"
+    folder.mkdir()
+    yield python.parent, folder
+
+
+def test_every_extra_installs_and_a_reproduction_reads_the_data_home(everything: tuple[Path, Path]) -> None:
+    from helpers import SHARED_DATA, veriloop
+
+    bin_dir, folder = everything
+    home = folder / "home"
+    for module in ("llama_cpp", "pddl", "pysat", "bm25s", "profanity_check", "matplotlib", "ray", "inspect_ai"):
+        proc = run(bin_dir, "python", "-c", f"import {module}", cwd=folder, home=home)
+        assert proc.returncode == 0, (module, proc.stderr)
+    install = run(bin_dir, "veriloop", "data", "install", "graph-coloring", "self-verification-outputs", "--from",
+                  str(SHARED_DATA), cwd=folder, home=home)
+    assert install.returncode == 0, install.stderr
+    recorded = run(bin_dir, "veriloop", "data", "path", "self-verification-outputs", cwd=folder, home=home)
+    assert Path(recorded.stdout.strip()) == home / "data" / "self_verification_outputs"
+    proc = run(bin_dir, "veriloop", "reproduce", "self-verification", "--recorded", recorded.stdout.strip(),
+               "--out", "out", cwd=folder, home=home)
+    assert proc.returncode == 0, proc.stderr
+    # The checkout's own code on the checkout's copy of the data gives the same tables.
+    checkout = veriloop("reproduce", "self-verification", "--recorded", str(SHARED_DATA / "self_verification_outputs"),
+                        "--data-root", str(SHARED_DATA), "--out", str(folder / "checkout"), home=home)
+    assert checkout.returncode == 0, checkout.stderr
+    for table in ("table1.md", "table2.md", "critique.md"):
+        assert (folder / "out" / table).read_text() == (folder / "checkout" / table).read_text(), table
