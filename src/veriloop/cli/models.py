@@ -11,8 +11,10 @@ from .common import ProgressReporter, out
 
 
 def models_list() -> None:
-    """List model packs and whether they are installed (a pack runs on llama.cpp: without
-    the extra veriloop[local] it is marked "(needs veriloop[local])")."""
+    """List model packs and whether they are installed.
+
+    A pack runs on llama.cpp: without the extra veriloop[local] it is marked
+    "(needs veriloop[local])"."""
     from rich.markup import escape
 
     from ..models.packs import DEFAULT_MODEL, PACKS, is_installed, pack_path

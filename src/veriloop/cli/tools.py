@@ -14,8 +14,9 @@ from .common import Opt, out, tool_settings
 
 
 def tools_list() -> None:
-    """Name and description of every tool (what the model is shown); a tool whose extra
-    is not installed is marked "(needs veriloop[EXTRA])" instead."""
+    """Name and description of every tool (what the model is shown).
+
+    A tool whose extra is not installed is marked "(needs veriloop[EXTRA])" instead."""
     from ..extras import install_command
     from ..tools import TOOLS
     from ..tools.config import ToolSettings, build_tools
