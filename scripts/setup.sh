@@ -9,11 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 browser=0
-extras=dev
+# Every extra but Ray (issue 38 split them from the core): the main job, the domains, the figures.
+everything=dev,local,planning,critic,plots,inspect
+extras=$everything
 while [ $# -gt 0 ]; do
     case "$1" in
         --browser) browser=1 ;;
-        --ray) extras=dev,ray ;;
+        --ray) extras=$everything,ray ;;
         *) break ;;
     esac
     shift
@@ -34,7 +36,7 @@ fi
 # serves a set-up without it.
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-32)
 installed=0
-for have in "$extras" dev,ray; do
+for have in "$extras" "$everything,ray"; do
     if [ "$(cat "$VENV/.veriloop-deps-$have" 2>/dev/null)" = "$want" ]; then
         installed=1
     fi

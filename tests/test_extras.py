@@ -9,6 +9,7 @@ installed for the rest of the suite.
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import sys
 import tomllib
@@ -61,6 +62,8 @@ def test_a_finder_that_raises_counts_as_missing(monkeypatch) -> None:
     assert str(caught.value) == the_line("critic", "the tool 'search'", CRITIC).removeprefix("error: ")
     assert (caught.value.extra, caught.value.missing) == ("critic", ("bm25s", "profanity_check"))
     assert isinstance(caught.value, VeriloopError)
+    again = pickle.loads(pickle.dumps(caught.value))  # as a Ray worker's error reaches the driver
+    assert (str(again), again.extra, again.missing) == (str(caught.value), "critic", ("bm25s", "profanity_check"))
 
 
 def test_an_unknown_extra_is_the_callers_mistake() -> None:

@@ -59,6 +59,11 @@ class MissingExtra(VeriloopError):
         self.extra = extra
         self.missing = missing
 
+    def __reduce__(self) -> tuple[type[MissingExtra], tuple[str, str, tuple[str, ...]]]:
+        # Pickled whole (a Ray worker's error reaches the driver so): Exception's own
+        # reduce would call the class with the message alone.
+        return type(self), (str(self), self.extra, self.missing)
+
 
 class ContextOverflow(VeriloopError):
     """The conversation no longer fits the model's context window."""
