@@ -239,3 +239,40 @@ def booby_trapped_check(folder: Path, name: str = "their_check.py") -> tuple[Pat
     check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
                      "def check(record, answer):\n    return True\n")
     return check, marker
+
+
+# A meta path finder put first on sys.meta_path: every module of an extra is "not found",
+# as in `pip install veriloop` without extras (the modules stay installed for the rest of the suite).
+_CORE_ONLY = """\
+import sys
+
+class _CoreOnly:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (a core-only install)", name=name)
+        return None
+
+sys.meta_path.insert(0, _CoreOnly())
+"""
+
+
+def core_only_process(*args: str, code: str | None = None, home: Path | None = None, cwd: Path | None = None,
+                      env: Mapping[str, str] | None = None, stdin: str | None = None,
+                      blocked: tuple[str, ...] | None = None, timeout: float = 300,
+                      ) -> subprocess.CompletedProcess[str]:
+    """`python -m veriloop ARGS` (or the Python `code`) in a subprocess that finds none of
+    the modules of veriloop's extras (`blocked`: those modules, default all of
+    veriloop.extras.EXTRAS'), its output captured."""
+    from veriloop.extras import EXTRAS
+
+    if blocked is None:
+        blocked = tuple(module for modules, _ in EXTRAS.values() for module in modules)
+    prelude = _CORE_ONLY.format(blocked=set(blocked))
+    body = code if code is not None else (
+        f"import runpy\nsys.argv = ['veriloop', *{list(args)!r}]\n"
+        "runpy.run_module('veriloop', run_name='__main__', alter_sys=True)\n"
+    )
+    environ = command_environ(home, "200", env)
+    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [environ.get("PYTHONPATH")])])
+    return subprocess.run([sys.executable, "-c", prelude + body], capture_output=True, text=True, input=stdin,
+                          env=environ, cwd=cwd, timeout=timeout)

@@ -49,6 +49,22 @@ class DataFileError(VeriloopError):
     pass
 
 
+class MissingExtra(VeriloopError):
+    """A feature whose optional extra is not installed (`veriloop.extras.require`): one
+    line naming the feature, the extra, the modules not found and the pip command.
+    `extra` and `missing` say the same for a program."""
+
+    def __init__(self, message: str, extra: str, missing: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.missing = missing
+
+    def __reduce__(self) -> tuple[type[MissingExtra], tuple[str, str, tuple[str, ...]]]:
+        # Pickled whole (a Ray worker's error reaches the driver so): Exception's own
+        # reduce would call the class with the message alone.
+        return type(self), (str(self), self.extra, self.missing)
+
+
 class ContextOverflow(VeriloopError):
     """The conversation no longer fits the model's context window."""
 

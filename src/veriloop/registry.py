@@ -24,6 +24,11 @@ Invariants:
   becomes a verifier factory) when it is loaded; built-ins are registered in their final shape.
 - An unknown name is one `VeriloopError` line: "unknown <kind> 'x'; choose one of: a, b",
   the names in order: built-ins as registered, then plugins by distribution and name.
+- A built-in may name the optional extra it needs (`register(..., extra="planning")`):
+  `needs` says whether that extra is missing without importing anything, listings
+  (`shown`, `listed`, the unknown-name line) mark such names "x (needs veriloop[extra])",
+  and using a lazy one without its extra is one `MissingExtra` line, before its module is
+  imported (an object entry with an extra, a model pack, is checked by what uses it).
 - Each name knows its source: `BUILTIN` ("veriloop") for built-ins, the distribution's name
   for a plugin, the top-level module of an object assigned in code (`REGISTRY[name] = obj`).
 """
@@ -38,6 +43,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from .errors import VeriloopError
+from .extras import marked, require
+from .extras import missing as missing_modules
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -54,6 +61,7 @@ class _Entry:
     target: str | importlib.metadata.EntryPoint | None
     value: Any = None
     plugin: bool = False
+    extra: str | None = None  # the optional extra a built-in needs (veriloop.extras)
 
 
 def one_line(text: object) -> str:
@@ -91,24 +99,30 @@ class Registry(MutableMapping[str, T]):
     @overload
     def register(self, name: str) -> Callable[[F], F]: ...
     @overload
-    def register(self, name: str, entry: T | str, *, source: str = BUILTIN) -> None: ...
+    def register(self, name: str, entry: T | str, *, source: str = BUILTIN, extra: str | None = None) -> None: ...
 
-    def register(self, name: str, entry: Any = None, *, source: str = BUILTIN) -> Any:
+    def register(self, name: str, entry: Any = None, *, source: str = BUILTIN, extra: str | None = None) -> Any:
         """Add `name`: `entry` is the object or a "module:attr" path imported on first use.
-        Without `entry`, a decorator that registers what it decorates and returns it."""
+        Without `entry`, a decorator that registers what it decorates and returns it.
+        `extra`: the optional extra (veriloop.extras) the entry needs. Listings mark the
+        name while it is missing; a "module:attr" entry is then not loaded: using it is one
+        MissingExtra line. (An object entry, e.g. a model pack, is there already: what
+        uses it checks the extra.)"""
         if entry is None:
             def decorate(obj: F) -> F:
                 with self._lock:
                     self._entries[name] = _Entry(source, None, obj)
                 return obj
             return decorate
+        if extra is not None:
+            missing_modules(extra)  # an unknown extra is the caller's mistake: said at once
         with self._lock:
             if isinstance(entry, str):
                 if entry.count(":") != 1:
                     raise ValueError(f"a lazy {self.kind} entry is 'module:attr', not {entry!r}")
-                self._entries[name] = _Entry(source, entry)
+                self._entries[name] = _Entry(source, entry, extra=extra)
             else:
-                self._entries[name] = _Entry(source, None, entry)
+                self._entries[name] = _Entry(source, None, entry, extra=extra)
         return None
 
     def __setitem__(self, name: str, value: T) -> None:
@@ -155,7 +169,7 @@ class Registry(MutableMapping[str, T]):
 
     def unknown(self, name: str) -> str:
         """The one-line message for an unknown name."""
-        return f"unknown {self.kind} {name!r}; choose one of: {', '.join(self)}"
+        return f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.listed())}"
 
     def source(self, name: str) -> str:
         """Where `name` comes from: "veriloop", or the plugin's distribution name."""
@@ -166,6 +180,23 @@ class Registry(MutableMapping[str, T]):
     def sources(self) -> list[tuple[str, str]]:
         """Every name with its source, in order."""
         return [(name, self._entries[name].source) for name in self]
+
+    def needs(self, name: str) -> str | None:
+        """The optional extra `name` needs and that is not (wholly) installed, else None.
+        Imports nothing: the extra's modules are looked for, not loaded."""
+        if name not in self:
+            raise VeriloopError(self.unknown(name))
+        extra = self._entries[name].extra
+        return extra if extra is not None and missing_modules(extra) else None
+
+    def shown(self, name: str) -> str:
+        """`name` as a listing shows it: "blocksworld (needs veriloop[planning])" when the
+        extra it needs is missing."""
+        return marked(name, self.needs(name))
+
+    def listed(self) -> list[str]:
+        """Every name as a listing shows it, in order."""
+        return [self.shown(name) for name in self]
 
     # ------------------------------------------------------------------ plugins
 
@@ -204,6 +235,8 @@ class Registry(MutableMapping[str, T]):
     def _load(self, name: str, entry: _Entry) -> T:
         target = entry.target
         if isinstance(target, str):
+            if entry.extra is not None:
+                require(entry.extra, f"the {self.kind} {name!r}")
             module, attr = target.split(":")
             value: T = getattr(importlib.import_module(module), attr)
             return value

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, assert_one_line_error
+from helpers import ROOT, assert_one_line_error, core_only_process
 from servers import SECRET
 
 import veriloop
@@ -375,13 +375,21 @@ def test_executor_options_are_checked_before_anything_runs(tmp_path) -> None:
 
 
 def test_without_ray_the_executor_says_how_to_install_it(tmp_path) -> None:
+    proc = core_only_process("run", "-n", "1", "--executor", "ray", cwd=tmp_path)
+    assert_one_line_error(proc)
+    assert proc.stderr == ("error: --executor ray needs veriloop's extra 'ray', which is not installed (missing: ray); "
+                           "install it with: pip install 'veriloop[ray]'\n")
+
+
+def test_a_ray_that_does_not_import_is_one_line(tmp_path) -> None:
     hidden = tmp_path / "no-ray"
     (hidden / "ray").mkdir(parents=True)
-    (hidden / "ray" / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    (hidden / "ray" / "__init__.py").write_text("raise ImportError('the ray package is broken')\n")
     env = dict(os.environ, PYTHONPATH=f"{hidden}{os.pathsep}{ROOT / 'src'}")
     proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "run", "-n", "1", "--executor", "ray"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert_one_line_error(proc, "--executor ray needs Ray, an optional extra: pip install 'veriloop[ray]'")
+    assert_one_line_error(proc, "--executor ray: Ray is installed but does not import (the ray package is broken); "
+                          "reinstall it with: pip install 'veriloop[ray]' --force-reinstall")
 
 
 def test_the_driver_writes_a_trajectory_received_twice_once(tmp_path) -> None:

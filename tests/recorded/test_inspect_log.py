@@ -28,7 +28,7 @@ from inspect_ai.model._providers.mockllm import MockLLM
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from veriloop.domains import get_domain
-from veriloop.errors import VeriloopError
+from veriloop.errors import MissingExtra, VeriloopError
 from veriloop.recorded import inspect_log
 from veriloop.recorded.inspect_log import inspect_answers
 
@@ -209,9 +209,17 @@ def test_a_folder_without_logs_and_a_missing_path(tmp_path: Path):
 
 
 def test_without_inspect_ai_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr("veriloop.extras._found", lambda module: module != "inspect_ai")
+    with pytest.raises(MissingExtra, match=r"^veriloop import --format inspect needs veriloop's extra 'inspect', "
+                                           r"which is not installed \(missing: inspect_ai\); "
+                                           r"install it with: pip install 'veriloop\[inspect\]'$"):
+        list(inspect_answers(tmp_path))
+
+
+def test_an_inspect_ai_that_does_not_import_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # an import of it raises ImportError
-    with pytest.raises(VeriloopError, match=r"^--format inspect reads logs with inspect_ai: "
-                                            r"pip install 'veriloop\[inspect\]'$"):
+    with pytest.raises(VeriloopError, match=r"^--format inspect: inspect_ai is installed but does not import \(.*\); "
+                                            r"reinstall it with: pip install 'veriloop\[inspect\]' --force-reinstall$"):
         list(inspect_answers(tmp_path))
 
 

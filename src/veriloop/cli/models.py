@@ -11,12 +11,18 @@ from .common import ProgressReporter, out
 
 
 def models_list() -> None:
-    """List model packs and whether they are installed."""
+    """List model packs and whether they are installed.
+
+    A pack runs on llama.cpp: without the extra veriloop[local] it is marked
+    "(needs veriloop[local])"."""
+    from rich.markup import escape
+
     from ..models.packs import DEFAULT_MODEL, PACKS, is_installed, pack_path
     from ..report import fit_table
 
+    # escape: "veriloop[local]" is a name, not rich markup.
     rows = [
-        [name + (" (default)" if name == DEFAULT_MODEL else ""), "yes" if is_installed(name) else "no",
+        [escape(PACKS.shown(name)) + (" (default)" if name == DEFAULT_MODEL else ""), "yes" if is_installed(name) else "no",
          f"{pack.size / 1e6:.0f} MB", pack.description, str(pack_path(name))]
         for name, pack in PACKS.items()
     ]

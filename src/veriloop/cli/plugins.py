@@ -33,7 +33,8 @@ def plugins() -> None:
     is installed (pip install), `veriloop run --domain NAME` and every verifier=NAME
     option find its names. Each plugin's entry is loaded here, so one that fails to load
     is shown with its error; a plugin name that clashes with one already taken is listed
-    as ignored. The guide: docs/guides/plugins.md.
+    as ignored. A built-in that needs an extra that is not installed is marked
+    "(needs veriloop[EXTRA])". The guide: docs/guides/plugins.md.
     """
     from ..registry import BUILTIN
 
@@ -42,10 +43,12 @@ def plugins() -> None:
         group = f" (plugins: entry points in {registry.group})" if registry.group else " (built in only)"
         out.print(f"{title}{group}", highlight=False, markup=False)
         names = list(registry)
-        width = max(len(name) for name in names) if names else 0
+        # A built-in whose extra is missing: "blocksworld (needs veriloop[planning])".
+        shown = {name: registry.shown(name) for name in names}
+        width = max(len(text) for text in shown.values()) if names else 0
         for name in names:
             source = registry.source(name)
-            line = f"  {name.ljust(width)}  {source}"
+            line = f"  {shown[name].ljust(width)}  {source}"
             if source != BUILTIN:
                 try:
                     registry[name]

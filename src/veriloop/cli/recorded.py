@@ -61,6 +61,10 @@ def import_command(
 
     if fmt not in FORMATS:
         raise VeriloopError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt == "inspect":  # before the domain and its data are loaded for nothing
+        from ..extras import require
+
+        require("inspect", "veriloop import --format inspect")
     dom = get_domain(domain, **domain_options(domain_option or []))
     run_dir = out_dir or Path("runs") / f"import-{slug(source.stem or source.name)}-{slug(domain)}"
     # The source's hash is taken once the source has been checked (a device, a file over the

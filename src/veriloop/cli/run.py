@@ -37,12 +37,13 @@ STRATEGY_HELP = (
 
 
 def _names(registry: Iterable[str]) -> list[str]:
-    """A registry's names, each plugin's followed by its distribution: "parity (my-plugin)"."""
+    """A registry's names, each plugin's followed by its distribution: "parity (my-plugin)",
+    and a built-in whose extra is missing marked: "blocksworld (needs veriloop[planning])"."""
     from ..registry import BUILTIN, Registry
 
     if not isinstance(registry, Registry):
         return list(registry)
-    return [name if source == BUILTIN else f"{name} ({source})" for name, source in registry.sources()]
+    return [registry.shown(name) if source == BUILTIN else f"{name} ({source})" for name, source in registry.sources()]
 
 
 def _strategy_line(name: str) -> tuple[str, str]:

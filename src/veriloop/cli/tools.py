@@ -14,15 +14,23 @@ from .common import Opt, out, tool_settings
 
 
 def tools_list() -> None:
-    """Name and description of every tool (what the model is shown)."""
+    """Name and description of every tool (what the model is shown).
+
+    A tool whose extra is not installed is marked "(needs veriloop[EXTRA])" instead."""
+    from ..extras import install_command
     from ..tools import TOOLS
     from ..tools.config import ToolSettings, build_tools
 
-    for tool in build_tools(ToolSettings(names=tuple(n for n in TOOLS if n != "search"))):
+    absent = {name: extra for name in TOOLS if (extra := TOOLS.needs(name))}
+    for tool in build_tools(ToolSettings(names=tuple(n for n in TOOLS if n != "search" and n not in absent))):
         out.print(f"{tool.name}: {tool.description}", highlight=False)
+    for name, extra in absent.items():
+        if name != "search":
+            out.print(f"{TOOLS.shown(name)}: {install_command(extra)}", highlight=False, markup=False)
     out.print(
-        "search: needs --search-corpus FILE|FOLDER or --search-url URL (see `veriloop tools run --help`)",
-        highlight=False,
+        f"{TOOLS.shown('search')}: needs --search-corpus FILE|FOLDER or --search-url URL "
+        "(see `veriloop tools run --help`)",
+        highlight=False, markup=False,
     )
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..errors import VeriloopError
-
-INSTALL_HINT = "pip install 'veriloop[ray]' (in a checkout: .venv/bin/pip install -e '.[ray]')"
+from ..extras import install_command, require
 
 
 def require_ray() -> ModuleType:
     """The ray module, or a one-line error saying how to install it."""
+    require("ray", "--executor ray")
     try:
         import ray
-    except ImportError:
-        raise VeriloopError(f"--executor ray needs Ray, an optional extra: {INSTALL_HINT}") from None
+    except ImportError as exc:  # found but broken: the extra is there, its install is not whole
+        raise VeriloopError(f"--executor ray: Ray is installed but does not import ({exc}); "
+                            f"reinstall it with: {install_command('ray')} --force-reinstall") from None
     return ray

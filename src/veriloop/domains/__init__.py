@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import VeriloopError
+from ..extras import require
 from ..registry import BUILTIN, Registry, one_line
 from .base import (
     BaseDomain,
@@ -66,11 +67,11 @@ Examples:
     ```
 """
 DOMAINS.register("game24", "veriloop.domains.game24:Game24")
-DOMAINS.register("blocksworld", "veriloop.domains.planning:Blocksworld")
-DOMAINS.register("mystery_blocksworld", "veriloop.domains.planning:MysteryBlocksworld")
-DOMAINS.register("coloring", "veriloop.domains.coloring:Coloring")
+DOMAINS.register("blocksworld", "veriloop.domains.planning:Blocksworld", extra="planning")
+DOMAINS.register("mystery_blocksworld", "veriloop.domains.planning:MysteryBlocksworld", extra="planning")
+DOMAINS.register("coloring", "veriloop.domains.coloring:Coloring", extra="planning")
 # Any STRIPS domain from its PDDL files, plans in PDDL syntax (no template needed).
-DOMAINS.register("planning", "veriloop.domains.planning:PlanningDomain")
+DOMAINS.register("planning", "veriloop.domains.planning:PlanningDomain", extra="planning")
 # CRITIC and SelfCheck tasks.
 DOMAINS.register("gsm8k", "veriloop.domains.math:GSM8K")
 DOMAINS.register("math500", "veriloop.domains.math:Math500")
@@ -80,7 +81,7 @@ DOMAINS.register("gsm8k-cot", "veriloop.domains.stepwise:GSM8KSteps")
 DOMAINS.register("math500-cot", "veriloop.domains.stepwise:Math500Steps")
 DOMAINS.register("mathqa", "veriloop.domains.stepwise:MathQA")
 DOMAINS.register("hotpotqa", "veriloop.domains.qa:HotpotQA")
-DOMAINS.register("toxicity", "veriloop.domains.toxicity:Toxicity")
+DOMAINS.register("toxicity", "veriloop.domains.toxicity:Toxicity", extra="critic")
 # Code: a function from its docstring, checked by its tests in the sandbox.
 DOMAINS.register("humaneval", "veriloop.domains.humaneval:HumanEval")
 
@@ -128,6 +129,7 @@ def get_domain(name: str | Domain, **options: object) -> Domain:
 
         # A template dropped into planning/templates/ is a domain of that name.
         if (TEMPLATES / f"{name}.toml").is_file():
+            require("planning", f"the domain {name!r}")
             return PlanningDomain(TEMPLATES / f"{name}.toml")
     factory = DOMAINS.lookup(name)
     source = DOMAINS.source(name)

@@ -154,7 +154,7 @@ ExecutorFactory = Callable[[Experiment, list[str], ExecutorOptions], CellExecuto
 # By name, as "module:factory" paths: the cluster is imported only when "ray" is asked for.
 EXECUTORS: Registry[ExecutorFactory] = Registry("executor")
 EXECUTORS.register("local", "veriloop.experiment.executor:local_cells")
-EXECUTORS.register("ray", "veriloop.cluster.cells:ray_cells")
+EXECUTORS.register("ray", "veriloop.cluster.cells:ray_cells", extra="ray")
 
 
 def open_executor(name: str, experiment: Experiment, names: list[str], options: ExecutorOptions) -> CellExecutor:

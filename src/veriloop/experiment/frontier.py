@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from ..extras import require
 from ..records import RoundRecord, Trajectory
 from ..selfcheck.scoring import vote
 from .metrics import wilson_interval
@@ -399,6 +400,7 @@ def plot_frontier(path: Path, panels: list[FrontierPanel]) -> None:
     if not panels:
         # An empty figure would pass for a result; the caller has nothing to compare.
         raise ValueError("plot_frontier needs at least one panel")
+    require("plots", f"drawing {path.name}")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ..extras import can_draw
 from ..records import Trajectory
 from .budget import usage_of
 from .executor import CellPlan, price_of
@@ -259,7 +260,7 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
             pool_tables.append(pools_markdown(title, group_pools))
         if any(groups.values()):
             budget_tables.append(matched_budget_markdown(title, {k: v for k, v in groups.items() if v}))
-    if panels:
+    if panels and can_draw("frontier.png"):
         plot_frontier(out / "frontier.png", panels)
     lines = [f"# {experiment.name}", ""]
     if experiment.description:

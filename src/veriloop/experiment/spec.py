@@ -227,7 +227,7 @@ class DomainEntry(_Strict):
 
         # A planning template dropped into planning/templates/ is a domain of its name too.
         if name not in DOMAINS and not (name.isidentifier() and (TEMPLATES / f"{name}.toml").is_file()):
-            raise ValueError(f"unknown domain {name!r}; choose one of: {', '.join(DOMAINS)}")
+            raise ValueError(f"unknown domain {name!r}; choose one of: {', '.join(DOMAINS.listed())}")
         return name
 
 

@@ -2,6 +2,8 @@
 
 Ids: a pack name (`qwen2.5-coder-1.5b`), `llamacpp/<pack or path.gguf>`, a path to any
 `.gguf` file, or `openai/<model>` for an OpenAI-compatible server (with --base-url).
+Every id but `openai/` runs in this process on llama.cpp, the extra `local`: loading one
+without it is one MissingExtra line, before the model file is looked at.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VeriloopError
+from ..extras import require
 from ..paths import default_cache_path
 from ..records import Message
 from .base import Completion, GenParams, Model, TokenLogprob
@@ -58,20 +61,19 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
         ), chosen.max_reply_tokens)
     chosen.check_applies()
     spec = model_id.removeprefix("llamacpp/")
-    if spec in PACKS:
-        path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
-    elif spec.endswith(".gguf") or Path(spec).expanduser().is_file():
-        path = _gguf_path(spec)
-        identity, name = file_identity(path), path.name
-    else:
+    if spec not in PACKS and not (spec.endswith(".gguf") or Path(spec).expanduser().is_file()):
         raise VeriloopError(
             f"unknown model {model_id!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, "
             "or openai/<model> with --base-url"
         )
-    try:
-        from .llamacpp import LlamaCppModel
-    except ImportError:
-        raise VeriloopError("llama-cpp-python is not installed; run the set-up command in the README") from None
+    # Before the file is looked at: without llama.cpp, installing or fixing it would not help.
+    require("local", f"the local model {model_id!r}")
+    if spec in PACKS:
+        path, identity, name = verified_pack_path(spec), PACKS[spec].sha256, spec
+    else:
+        path = _gguf_path(spec)
+        identity, name = file_identity(path), path.name
+    from .llamacpp import LlamaCppModel
     context = {"n_ctx": chosen.context} if chosen.context else {}
     backend = LlamaCppModel(path, identity=identity, name=name, threads=chosen.threads, **context)
     if chosen.concurrency is not None:

@@ -72,6 +72,13 @@ def without_amx() -> Iterator[None]:
 
 
 def main() -> None:
+    from ..errors import VeriloopError
+    from ..extras import require
+
+    try:
+        require("local", "python -m veriloop.models.amx (llama.cpp's server)")
+    except VeriloopError as exc:
+        sys.exit(f"error: {exc}")
     sys.argv[0] = "llama_cpp.server"
     with without_amx():  # the server loads its model before it serves, inside the block
         runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

@@ -75,7 +75,7 @@ for _pack in (
         description="SmolLM2-135M-Instruct Q4_1 (tiny: for fast plumbing tests, not smart)",
     ),
 ):
-    PACKS.register(_pack.name, _pack)
+    PACKS.register(_pack.name, _pack, extra="local")
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 _CHUNK = 1 << 22

@@ -38,6 +38,7 @@ from typing import Any, BinaryIO, NoReturn
 
 from ..datafiles import size_text
 from ..errors import VeriloopError
+from ..extras import install_command, require
 
 SUFFIXES = (".eval", ".json")
 # inspect's own index of a log folder (`write_log_dir_manifest`): log headers, not a log.
@@ -177,10 +178,12 @@ def _decompressed(handle: BinaryIO, entry: zipfile.ZipInfo) -> Iterator[bytes]:
 def inspect_answers(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, answers line) for each sample of each inspect log at `path` (a log file or a
     folder). Every log is checked (`check_log`) when this is called, before any is read."""
+    require("inspect", "veriloop import --format inspect")
     try:
         from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise VeriloopError("--format inspect reads logs with inspect_ai: pip install 'veriloop[inspect]'") from None
+    except ImportError as exc:  # found but broken
+        raise VeriloopError(f"--format inspect: inspect_ai is installed but does not import ({exc}); "
+                            f"reinstall it with: {install_command('inspect')} --force-reinstall") from None
     files = log_files(path)
     for file in files:
         check_log(file)

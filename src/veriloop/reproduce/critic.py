@@ -29,6 +29,7 @@ from ..experiment.jsonl import write_file
 from ..experiment.metrics import wilson_interval
 from ..experiment.reports import Report
 from ..experiment.spec import Cell, Experiment, Override, SpecError, overrides
+from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
 from ..strategies import Strategy
@@ -243,7 +244,7 @@ async def report(
         if "svamp" not in [d.name for d in experiment.domains]:
             notes.append("svamp: no data file given (reproduce critic --svamp FILE); not run.")
     files = ["critic.md", "critic.csv", "reproduction.json"]
-    if curves:
+    if curves and can_draw("iterations.png"):
         plot_iterations(out_dir / "iterations.png", curves, model.name)
         files.insert(2, "iterations.png")
         notes.append("The task metric after each correction round (round 1 = the initial answer) for CRITIC, CRITIC* "
@@ -416,6 +417,7 @@ def table5_markdown(records: list[DetectionRecord]) -> tuple[str, dict]:
 
 
 def plot_iterations(path: Path, curves: dict[str, dict[str, list[float]]], model: str) -> None:
+    require("plots", f"drawing {path.name}")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -38,6 +38,7 @@ from ..datafiles import CappedReadError, loads, read_capped, size_text
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
+from ..extras import can_draw
 from ..studies.verification import JudgedItem, VerifierScore, studied_domain
 from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 
@@ -629,7 +630,8 @@ def reproduce_recorded(recorded: Path, graphs: Path, out_dir: Path) -> list[Path
     write_file(out_dir / "critique.md", critique_markdown(critiques))
     curves = {key: {c.label: [k / c.n for k in c.by_attempts] for c in cells if len(c.by_attempts) > 1}
               for key, _, _, cells in rows}
-    plot_figure2(out_dir / "figure2.png", curves, "GPT-4, the authors' recorded runs")
+    if can_draw("figure2.png"):
+        plot_figure2(out_dir / "figure2.png", curves, "GPT-4, the authors' recorded runs")
     payload = {
         "recorded": str(recorded),
         "table1": {key: {c.label: {"veriloop": c.veriloop, "authors": c.authors, "n": c.n,

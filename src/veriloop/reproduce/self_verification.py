@@ -27,6 +27,7 @@ from ..experiment.jsonl import write_file
 from ..experiment.metrics import StrategySummary, summarise
 from ..experiment.reports import Report
 from ..experiment.spec import Experiment, SpecError
+from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
 from ..studies.verification import (
@@ -130,7 +131,8 @@ async def report(
     write_file(out_dir / "table2.md", table2_markdown(items, studied, model.name))
     write_file(out_dir / "critique.md", critique_markdown(items, studied))
     curves = accuracy_by_round(trajectories, canonical, experiment.max_rounds)
-    plot_figure2(out_dir / "figure2.png", curves, model.name)
+    if can_draw("figure2.png"):
+        plot_figure2(out_dir / "figure2.png", curves, model.name)
     payload = {
         "model": model.name, "instances_per_domain": experiment.n,
         "verification_instances": options.verification_instances or experiment.n,
@@ -139,7 +141,7 @@ async def report(
         "figure2": curves,
     }
     write_json(out_dir / "reproduction.json", payload)
-    return list(FILES)
+    return [name for name in FILES if (out_dir / name).exists()]
 
 
 REPORT = Report(options=Options, run=report, check=check)
@@ -276,6 +278,7 @@ def accuracy_by_round(trajectories: dict[str, list[Trajectory]], labels: dict[st
 
 
 def plot_figure2(path: Path, curves: dict[str, dict[str, list[float]]], model: str) -> None:
+    require("plots", f"drawing {path.name}")
     import matplotlib
 
     matplotlib.use("Agg")

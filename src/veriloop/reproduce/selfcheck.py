@@ -33,6 +33,7 @@ from ..experiment.jsonl import write_file
 from ..experiment.reports import Report
 from ..experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
 from ..experiment.spec import Experiment, SpecError
+from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
 from ..selfcheck.arithmetic import arithmetic_label
@@ -471,6 +472,7 @@ def markdown(p: dict, dataset: str) -> str:
 
 
 def plot(out_dir: Path, p: dict, dataset: str, model: str) -> None:
+    require("plots", "drawing accuracy_vs_solutions.png, accuracy_vs_tokens.png and roc.png")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -546,4 +548,5 @@ def write_outputs(out_dir: Path, payload: dict, dataset: str, model: str) -> Non
             tokens = payload["tokens_per_question"][tkey]
             writer.writerow([key.replace("_all", ""), n + 1, f"{mean:.4f}", f"{se:.4f}", f"{tokens[n]:.0f}" if n < len(tokens) else ""])
     write_file(out_dir / "selfcheck.csv", buf.getvalue())
-    plot(out_dir, payload, dataset, model)
+    if can_draw("accuracy_vs_solutions.png, accuracy_vs_tokens.png and roc.png"):
+        plot(out_dir, payload, dataset, model)

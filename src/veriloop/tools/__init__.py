@@ -25,8 +25,8 @@ def _tool_factory(name: str, given: Any) -> Callable[..., Tool]:
 TOOLS: Registry[Callable[..., Tool]] = Registry("tool", "veriloop.tools", adapt=_tool_factory)
 TOOLS.register("python", "veriloop.tools.sandbox:PythonTool")
 TOOLS.register("calculator", "veriloop.tools.calculator:Calculator")
-TOOLS.register("search", "veriloop.tools.search:make_search_tool")
-TOOLS.register("toxicity", "veriloop.tools.toxicity:make_toxicity_tool")
+TOOLS.register("search", "veriloop.tools.search:make_search_tool", extra="critic")
+TOOLS.register("toxicity", "veriloop.tools.toxicity:make_toxicity_tool", extra="critic")
 
 
 def get_tool(name: str, **options: Any) -> Tool:

@@ -33,6 +33,7 @@ from typing import Any
 from .. import paths
 from ..datafiles import json_objects
 from ..errors import DataFileError, VeriloopError
+from ..extras import require
 from .base import Observation, failed
 
 NAME = "search"
@@ -184,6 +185,7 @@ class BM25Search:
     deterministic = True
 
     def __init__(self, corpus: str | Path, top_k: int = 1, snippet_chars: int = 400) -> None:
+        require("critic", "the search tool's local corpus")
         import bm25s  # imported here: only runs that search pay for it
 
         if top_k < 1 or snippet_chars < 20:

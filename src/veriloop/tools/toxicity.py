@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from ..errors import VeriloopError
+from ..extras import require
 from .base import Observation, Tool, failed
 
 NAME = "toxicity"
@@ -87,6 +88,8 @@ class _OfflineModel:
 
     def __init__(self) -> None:
         import numpy as np
+
+        require("critic", "the offline toxicity scorer (alt-profanity-check)")
         from profanity_check import profanity_check as pc  # loads the joblib files on import
 
         self.vectorizer = pc.vectorizer

@@ -11,11 +11,17 @@ Vertices are numbered from 0, as in the shared data and the paper's prompts. The
 below are this package's public ones; "veriloop.domains.coloring:Coloring" names the domain.
 """
 
-from .answers import parse_assignment, render_assignment
-from .chromatic import chromatic_number, is_k_colourable
-from .dimacs import MAX_VERTICES, Edge, parse_col
-from .domain import DEFAULT_COUNT, Coloring
-from .generator import DEFAULT_P, DEFAULT_VERTICES, generate_graphs
+from ...extras import require
+
+# networkx and pysat are imported by the modules below: without them, importing the
+# package is one line naming the extra (the registry checks before it gets here).
+require("planning", "the domain 'coloring'")
+
+from .answers import parse_assignment, render_assignment  # noqa: E402
+from .chromatic import chromatic_number, is_k_colourable  # noqa: E402
+from .dimacs import MAX_VERTICES, Edge, parse_col  # noqa: E402
+from .domain import DEFAULT_COUNT, Coloring  # noqa: E402
+from .generator import DEFAULT_P, DEFAULT_VERTICES, generate_graphs  # noqa: E402
 
 __all__ = [
     "DEFAULT_COUNT", "DEFAULT_P", "DEFAULT_VERTICES", "MAX_VERTICES", "Coloring", "Edge", "chromatic_number",
