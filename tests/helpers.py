@@ -239,3 +239,13 @@ def booby_trapped_check(folder: Path, name: str = "their_check.py") -> tuple[Pat
     check.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
                      "def check(record, answer):\n    return True\n")
     return check, marker
+
+
+def pairwise_auroc(scores: list[float], labels: list[bool]) -> float | None:
+    """AUROC counted pair by pair, the reference for veriloop's: wins of a right answer over
+    a wrong one, ties counting half, over right x wrong (None with one class only)."""
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    if not pos or not neg:
+        return None
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
