@@ -276,3 +276,13 @@ def core_only_process(*args: str, code: str | None = None, home: Path | None = N
     environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [environ.get("PYTHONPATH")])])
     return subprocess.run([sys.executable, "-c", prelude + body], capture_output=True, text=True, input=stdin,
                           env=environ, cwd=cwd, timeout=timeout)
+
+
+def pairwise_auroc(scores: list[float], labels: list[bool]) -> float | None:
+    """AUROC counted pair by pair, the reference for veriloop's: wins of a right answer over
+    a wrong one, ties counting half, over right x wrong (None with one class only)."""
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    if not pos or not neg:
+        return None
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))

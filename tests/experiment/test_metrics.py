@@ -1,6 +1,7 @@
-"""The Wilson interval through statsmodels gives the figures of the formula veriloop wrote
-out before (kept here as the reference), and a strategy's summary is counted from its
-trajectories, and a verifier's verdicts are scored against ground truth."""
+"""The Wilson interval gives the figures of the formula veriloop wrote out before it called
+statsmodels (kept here as the reference; test_stats_reference.py pins statsmodels' own),
+a strategy's summary is counted from its trajectories, and a verifier's verdicts are
+scored against ground truth."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_wilson_is_the_old_formula(k, n):
     assert abs(low - ref_low) <= 1e-12 and abs(high - ref_high) <= 1e-12
     assert 0.0 <= low <= k / n <= high <= 1.0
     # Exactly 0 at 0/n and 1 at n/n, where floating point misses by one unit in the old
-    # formula as in statsmodels (2.8e-17 at 0/7, 1 - 1.1e-16 at 20/20).
+    # formula as in statsmodels' (2.8e-17 at 0/7, 1 - 1.1e-16 at 20/20).
     assert (low == 0.0) == (k == 0) and (high == 1.0) == (k == n)
 
 

@@ -1,24 +1,16 @@
-"""AUROC and its bootstrap interval: scikit-learn's roc_auc_score gives the figures of the
-Mann-Whitney count veriloop wrote out before (kept here as the reference), ties included;
-each bootstrap resample's AUROC is roc_auc_score's on that resample."""
+"""AUROC and its bootstrap interval: the AUROC is the Mann-Whitney count veriloop wrote out
+before it called scikit-learn (helpers.pairwise_auroc, the reference), ties included; each
+bootstrap resample's AUROC is that count on the resample, and the intervals are the ones
+scikit-learn's roc_auc_score gave on every resample (pinned: scikit-learn 1.9.1 is no
+longer installed; test_auroc_reference.py pins its AUROCs)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import roc_auc_score
+from helpers import pairwise_auroc
 
 from veriloop.studies.hallucination import auroc, bootstrap_auroc_ci
-
-
-def mann_whitney(scores: list[float], labels: list[bool]) -> float | None:
-    """The hand-written AUROC veriloop used before scikit-learn: wins of a right answer
-    over a wrong one, ties counting half."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    if not pos or not neg:
-        return None
-    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
 
 
 def tied_data(seed: int, n: int) -> tuple[list[float], list[bool]]:
@@ -33,7 +25,7 @@ def tied_data(seed: int, n: int) -> tuple[list[float], list[bool]]:
 def test_auroc_is_the_old_count_on_data_with_ties(seed):
     scores, labels = tied_data(seed, 5 + 3 * seed)
     assert len(set(scores)) < len(scores)
-    expected = mann_whitney(scores, labels)
+    expected = pairwise_auroc(scores, labels)
     got = auroc(scores, labels)
     assert (got is None) == (expected is None)
     assert got is None or abs(got - expected) <= 1e-12
@@ -46,22 +38,30 @@ def test_auroc_by_hand():
     assert auroc([], []) is None and auroc([0.2, 0.3], [False, False]) is None
 
 
-def sklearn_interval(scores, labels, resamples, seed):
-    """The interval with roc_auc_score called on each resample (same draws, same percentiles)."""
+def counted_interval(scores, labels, resamples, seed):
+    """The interval with the pairwise count on each resample (same draws, same percentiles)."""
     n = len(scores)
     idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     s, y = np.asarray(scores)[idx], np.asarray(labels)[idx]
-    values = [roc_auc_score(yy, ss) for ss, yy in zip(s, y) if 0 < yy.sum() < n]
+    values = [pairwise_auroc(list(ss), list(yy)) for ss, yy in zip(s, y) if 0 < yy.sum() < n]
     return tuple(np.percentile(values, [2.5, 97.5])), len(values)
 
 
-@pytest.mark.parametrize(("seed", "n"), [(0, 10), (1, 10), (2, 25), (3, 40)])
-def test_bootstrap_resamples_are_scikit_learns_auroc(seed, n):
+# The last two figures: the interval with scikit-learn 1.9.1's roc_auc_score called on each
+# resample, as this test computed it before scikit-learn was dropped, and how many kept.
+@pytest.mark.parametrize(("seed", "n", "sklearn", "kept"), [
+    (0, 10, (0.2916666666666667, 1.0), 295),
+    (1, 10, (0.5, 1.0), 300),
+    (2, 25, (0.5625, 0.915017361111111), 300),
+    (3, 40, (0.70613984375, 0.9423558897243107), 300),
+])
+def test_bootstrap_resamples_are_the_pairwise_count_and_scikit_learns_auroc(seed, n, sklearn, kept):
     scores, labels = tied_data(100 + seed, n)
-    expected, kept = sklearn_interval(scores, labels, 300, seed)
+    expected, counted = counted_interval(scores, labels, 300, seed)
     got = bootstrap_auroc_ci(scores, labels, resamples=300, seed=seed)
-    assert kept >= 30
+    assert counted == kept
     assert got == (pytest.approx(expected[0], abs=1e-12), pytest.approx(expected[1], abs=1e-12))
+    assert got == (pytest.approx(sklearn[0], abs=1e-12), pytest.approx(sklearn[1], abs=1e-12))
 
 
 def test_bootstrap_interval_pinned():

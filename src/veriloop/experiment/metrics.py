@@ -1,10 +1,19 @@
 """Summaries computed from trajectories (never from anything else).
 
-Intervals come from statsmodels (imported when first needed: `veriloop --help` does not
-pay for it), not from formulas of our own."""
+Invariants:
+- The Wilson interval is statsmodels' proportion_confint(method="wilson") to the last bit:
+  the same formula in the same order of operations, with z = -ndtri(alpha / 2), which is
+  what scipy.stats.norm.isf computes (tests/experiment/test_stats_reference.py pins
+  statsmodels 0.15.0's figures). scipy.stats.binomtest(...).proportion_ci(method="wilson")
+  is not used: it rounds differently (up to 3e-16) and takes whole counts only, while
+  pools.py asks for the interval of a fractional mean.
+- scipy is imported when an interval is first computed, never with the module: `import
+  veriloop`, `veriloop --help` and a results table without intervals do not pay for it.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from pydantic import BaseModel
@@ -31,18 +40,25 @@ class StrategySummary(BaseModel):
     stop_reasons: dict[str, int]
 
 
-def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """The (1 - alpha) Wilson score interval of successes/n (statsmodels'
-    proportion_confint, method "wilson"): sane at 0/n and n/n, unlike the normal
-    approximation. (0.0, 0.0) when n is 0, where statsmodels would divide by zero."""
+    proportion_confint, method "wilson", to the last bit): sane at 0/n and n/n, unlike the
+    normal approximation. (0.0, 0.0) when n is 0, where the formula would divide by zero."""
     if n == 0:
         return (0.0, 0.0)
-    from statsmodels.stats.proportion import proportion_confint
+    from scipy.special import ndtri  # scipy.special, not scipy.stats: a third of the import time
 
-    low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
+    # Each step as statsmodels writes it, so that every bound rounds as its does.
+    z = -float(ndtri(alpha / 2))
+    z2 = z**2
+    p = successes / n
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n**2)) / denom
+    low, high = min(max(centre - half, 0.0), 1.0), min(max(centre + half, 0.0), 1.0)
     # At 0/n and n/n the bound is exactly 0 or 1; floating point can miss it by one unit
     # (2.8e-17 at 0/7, 1 - 1.1e-16 at 20/20), which a reader comparing with 1 would trip on.
-    return (0.0 if successes == 0 else float(low), 1.0 if successes == n else float(high))
+    return (0.0 if successes == 0 else low, 1.0 if successes == n else high)
 
 
 class VerifierScore(BaseModel):

@@ -228,8 +228,9 @@ def _intervals(values: NDArray[np.float64]) -> tuple[list[float], list[float]]:
         low[i], high[i] = wilson_interval(float(means[i] * n), n)  # type: ignore[arg-type]
     rest = np.flatnonzero(~plain)
     if len(rest):
+        # random_state, not rng: scipy 1.11 has no rng (paired.py says more).
         res = bootstrap((values[rest],), np.mean, axis=-1, vectorized=True, method="percentile",
-                        n_resamples=RESAMPLES, rng=np.random.default_rng(SEED))
+                        n_resamples=RESAMPLES, random_state=np.random.default_rng(SEED))
         low[rest], high[rest] = res.confidence_interval.low, res.confidence_interval.high
     # Rounding in the resampled means may leave the estimate a hair outside its interval.
     return [float(min(lo, m)) for lo, m in zip(low, means)], [float(max(hi, m)) for hi, m in zip(high, means)]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +40,10 @@ from ..models.base import Model, TokenLogprob
 from ..records import Trajectory
 from ..tools.base import Toolbox
 from ..verifiers.critic import CriticVerifier, as_critic_task
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 RECORDS = "hallucination.jsonl"
 CORRECT_F1 = 0.6
@@ -87,14 +92,32 @@ def four_option_confidence(probs: dict[str, float]) -> float | None:
 
 
 def auroc(scores: list[float], labels: list[bool]) -> float | None:
-    """Area under the ROC curve (scikit-learn's roc_auc_score): the probability that a
-    random right answer scores above a random wrong one, ties counting half. None with
-    one class only, where it is undefined (and scikit-learn raises)."""
+    """Area under the ROC curve (the figure of scikit-learn's roc_auc_score, to 2.2e-16):
+    the probability that a random right answer scores above a random wrong one, ties
+    counting half. None with one class only, where it is undefined (scikit-learn warns and
+    gives nan). A confidence that is not a finite number is refused in one line."""
     if all(labels) or not any(labels):
         return None
-    from sklearn.metrics import roc_auc_score
+    bad = next((x for x in scores if not math.isfinite(x)), None)
+    if bad is not None:
+        raise VeriloopError(f"AUROC needs finite confidences, got {bad}: the record holding it is damaged; "
+                            "remove that record and run again")
+    import numpy as np
 
-    return float(roc_auc_score([bool(y) for y in labels], scores))
+    right = np.asarray(labels, dtype=bool)
+    return float(_mann_whitney(np.asarray(scores, dtype=float), right, right.sum()))
+
+
+def _mann_whitney(scores: NDArray[np.float64], right: NDArray[np.bool_], positives: Any) -> Any:
+    """The AUROC of each row of scores (the last axis) whose right answers are where
+    `right` is true, `positives` of them, both classes present: the Mann-Whitney U of the
+    right answers over positives x negatives, from scipy's average ranks (so a tie counts
+    half). U / (pos * neg) is rounded once, where roc_auc_score's trapezoids round at each
+    step: the two differ by at most one unit in the last place (2.2e-16)."""
+    from scipy.stats import rankdata
+
+    rank_sum = (rankdata(scores, axis=-1) * right).sum(axis=-1)
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * (scores.shape[-1] - positives))
 
 
 def _answer_logprobs(completion_logprobs: list[TokenLogprob] | None) -> list[float]:
@@ -209,13 +232,12 @@ def bootstrap_auroc_ci(scores: list[float], labels: list[bool], resamples: int =
     """95% percentile interval of the AUROC, resampling questions with replacement
     (numpy's default_rng(seed), so tables are reproducible; numpy's linear percentiles).
     Resamples with a single class have no AUROC and are skipped; None when fewer than a
-    tenth of them are left. Each resample's AUROC is the Mann-Whitney form of
-    roc_auc_score (scipy's average ranks), computed for all resamples at once: calling
-    scikit-learn once per resample takes about 1.2 ms, over a second per interval."""
+    tenth of them are left. Each resample's AUROC is `auroc`'s (the Mann-Whitney count),
+    computed for all resamples at once: calling scikit-learn's roc_auc_score once per
+    resample took about 1.2 ms, over a second per interval."""
     if not scores:
         return None
     import numpy as np
-    from scipy.stats import rankdata
 
     n = len(scores)
     idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
@@ -224,9 +246,7 @@ def bootstrap_auroc_ci(scores: list[float], labels: list[bool], resamples: int =
     both = (pos > 0) & (pos < n)
     if both.sum() < resamples // 10:
         return None
-    drawn, right, pos = drawn[both], right[both], pos[both]
-    rank_sum = (rankdata(drawn, axis=1) * right).sum(axis=1)
-    values = (rank_sum - pos * (pos + 1) / 2) / (pos * (n - pos))
+    values = _mann_whitney(drawn[both], right[both], pos[both])
     low, high = np.percentile(values, [2.5, 97.5])
     return (float(low), float(high))
 
