@@ -23,9 +23,9 @@ from helpers import ROOT
 TESTS = ROOT / "tests"
 PACKAGE = ROOT / "src" / "veriloop"
 OUTSIDE_THE_PACKAGE = {"e2e", "docs"}  # the whole system; the documentation
-# Tests of the tests themselves, or of the package as a whole (its import layers): no
-# module of the package to sit beside.
-ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py"}
+# Tests of the tests themselves, or of the package as a whole (its import layers, its
+# version and deprecations): no module of the package to sit beside.
+ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py", "test_versioning.py"}
 
 
 def python_files() -> list[Path]:
