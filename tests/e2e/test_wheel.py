@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 from servers import InstantReplies, serving
 
 pytestmark = pytest.mark.server
@@ -134,7 +136,7 @@ def test_the_core_installs_no_compiler_step_and_no_extra(core: tuple[Path, Path]
         run(bin_dir, "python", "-m", "pip", "list", "--format=json", cwd=folder, home=folder).stdout)}
     for pin in lowest_versions():
         name, version = pin.split("==")
-        assert versions[name.lower()] == version, pin
+        assert Version(versions[name.lower()]) == Version(version), pin
 
 
 def test_python_dash_m_veriloop_and_the_command_answer_help_outside_the_checkout(core: tuple[Path, Path]) -> None:
@@ -199,7 +201,7 @@ def test_the_core_resolves_beside_a_users_stack(wheel: Path, tmp_path: Path, bes
     python = fresh_venv(tmp_path / "venv")
     report = tmp_path / "report.json"
     pip(python, "install", "--quiet", "--dry-run", "--report", str(report), str(wheel), beside)
-    chosen = {item["metadata"]["name"].lower(): item["metadata"]["version"]
+    chosen = {canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
               for item in json.loads(report.read_text())["install"]}
     assert "veriloop" in chosen
     assert chosen[name].startswith(version), chosen[name]
