@@ -14,7 +14,7 @@ Invariants:
 - Figures are the one feature that is skipped rather than refused: where tables are
   written beside them, `can_draw` says in one line that they were not drawn and how to
   get them; a function whose whole job is a figure raises MissingExtra.
-- This module is on the ground floor: it imports only errors.py.
+- It sits on a row of its own just above the ground floor: it imports only errors.py.
 """
 
 from __future__ import annotations
