@@ -45,3 +45,24 @@ def test_the_package_says_it_is_typed() -> None:
     assert (ROOT / "src" / "veriloop" / "py.typed").is_file()
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "py.typed" in package_data["veriloop"]
+
+
+def test_the_package_declares_bounds_and_constraints_pin_every_dependency() -> None:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    declared += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    own = [r for r in declared if r.name == "veriloop"]
+    assert {extra for r in own for extra in r.extras} == {"local", "planning", "critic", "plots", "ray", "inspect",
+                                                           "all", "docs"}
+    others = [r for r in declared if r.name != "veriloop"]
+    assert [str(r) for r in others if any(s.operator == "==" for s in r.specifier)] == []  # bounds, never pins
+    pinned = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                  if line and not line.startswith("#"))
+    pinned = {canonicalize_name(name): version for name, version in pinned.items()}
+    # ./run.sh, ./test.sh and CI install exactly these: every dependency has its pin, inside its bounds.
+    assert [r.name for r in others if canonicalize_name(r.name) not in pinned] == []
+    assert [str(r) for r in others
+            if not r.specifier.contains(pinned[canonicalize_name(r.name)], prereleases=True)] == []
