@@ -11,6 +11,7 @@ import pytest
 from helpers import ISSUE_EXAMPLE, TEST_REPLY_TOKENS, assert_one_line_error, veriloop, veriloop_process
 from servers import SECRET
 
+from veriloop import __version__
 from veriloop.experiment.runner import load_trajectories
 from veriloop.models.capped import capped_identity
 from veriloop.models.packs import PACKS
@@ -177,6 +178,6 @@ def test_a_run_directory_records_the_whole_resolved_spec(tmp_path) -> None:
     assert (spec["models"]["main"]["id"], spec["domains"][0]["name"], spec["n"], spec["seeds"],
             [s["spec"] for s in spec["strategies"]], spec["models"]["main"]["threads"]) == (
         "smollm2-135m", "game24", 1, [0], ["standard"], 2)
-    assert config["veriloop_version"] == "0.1.0"
+    assert config["veriloop_version"] == __version__
     # The suite's reply cap (helpers.TEST_REPLY_TOKENS) is part of the model's identity.
     assert config["model_identity"] == capped_identity(PACKS["smollm2-135m"].sha256, TEST_REPLY_TOKENS)
