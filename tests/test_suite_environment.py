@@ -45,3 +45,11 @@ def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path: Path):
     assert run.returncode == 0, run.stdout + run.stderr
     workers = {(tmp_path / f"ran-{i}").read_text() for i in range(8)}
     assert len(workers) == 1, workers
+
+
+def test_hypothesis_sets_no_deadline_on_an_example():
+    # A deadline makes an outcome depend on the machine's speed: CI failed on a first
+    # example that took 267 ms (it started the math worker process) against 200 ms.
+    from hypothesis import settings
+
+    assert settings().deadline is None
