@@ -78,6 +78,10 @@ class Episode:
                     step=step,
                     model=None if model is self.model else model.name,
                     surrogates_replaced=c.surrogates_replaced,
+                    reasoning=c.reasoning,
+                    reasoning_tokens=c.reasoning_tokens,
+                    cached_prompt_tokens=c.cached_prompt_tokens,
+                    sent=c.sent,
                 )
             )
         return completions

@@ -243,6 +243,14 @@ class CallRecord(BaseModel):
         model: The model that answered when a role was given to another model than the
             generator (the trajectory's `model`); None for the generator.
         surrogates_replaced: How many lone surrogates the reply held (see `storable_text`).
+        reasoning: The model's own reasoning as its provider returned it (thinking blocks,
+            a reasoning summary); None when it gave none.
+        reasoning_tokens: Tokens spent reasoning, part of `completion_tokens` (0 when the
+            provider does not say).
+        cached_prompt_tokens: Prompt tokens read from the provider's prompt cache, part of
+            `prompt_tokens`.
+        sent: The request's parameters as sent to the provider (all but the messages);
+            None for a model that does not say (a local model, a function).
 
     Examples:
         ```python
@@ -277,6 +285,10 @@ class CallRecord(BaseModel):
     model: str | None = None
     # Lone surrogates the reply held, replaced by U+FFFD in `response` (see storable_text).
     surrogates_replaced: int = 0
+    reasoning: str | None = None
+    reasoning_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    sent: dict[str, Any] | None = None
 
 
 class ToolRecord(BaseModel):

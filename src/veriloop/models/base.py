@@ -111,6 +111,15 @@ class Completion:
         cached: Whether the reply was replayed from the call cache.
         surrogates_replaced: How many lone surrogates were replaced in the text and logprob
             tokens (0: the text is as the model gave it).
+        reasoning: The model's own reasoning as its provider returned it (thinking blocks,
+            a reasoning summary, a server's `reasoning_content`); None when it gave none.
+        reasoning_tokens: Tokens the model spent reasoning; they are part of
+            `completion_tokens`, so budgets and prices count them (0 when unknown).
+        cached_prompt_tokens: Prompt tokens the provider read from its prompt cache
+            (billed at its cached-input rate); part of `prompt_tokens`.
+        sent: The request's parameters as the provider was sent them (every field of the
+            request but the messages, never a key), when the provider's adapter says; so a
+            record shows what a model that refuses a parameter was really asked.
 
     Raises:
         VeriloopError: When `text` is not a str.
@@ -140,11 +149,18 @@ class Completion:
     # Lone surrogates replaced by U+FFFD in the text and logprob tokens (0: the text is as
     # the model gave it).
     surrogates_replaced: int = 0
+    reasoning: str | None = None
+    reasoning_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    sent: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):  # a user's function may build one wrongly: said in one line
             raise VeriloopError(f"a Completion's text must be a str, not {type(self.text).__name__}")
         self.text, replaced = storable_text(self.text)
+        if self.reasoning is not None:
+            self.reasoning, in_reasoning = storable_text(self.reasoning)
+            replaced += in_reasoning
         for t in self.logprobs or ():
             t.token, in_token = storable_text(t.token)
             t.top = storable(t.top)
@@ -153,8 +169,10 @@ class Completion:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        if not self.surrogates_replaced:
-            del d["surrogates_replaced"]  # rows as they were before the count existed
+        # Rows as they were before these fields existed, when they hold nothing.
+        for name in _OPTIONAL_FIELDS:
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -163,6 +181,10 @@ class Completion:
         if d.get("logprobs") is not None:
             d["logprobs"] = [TokenLogprob(**t) for t in d["logprobs"]]
         return cls(**d)
+
+
+# Completion fields a cache row leaves out when empty (rows stay as older versions wrote them).
+_OPTIONAL_FIELDS = ("surrogates_replaced", "reasoning", "reasoning_tokens", "cached_prompt_tokens", "sent")
 
 
 @runtime_checkable
