@@ -210,6 +210,9 @@ class OpenAICompatModel:
         stall_timeout: float | None = None,
         attempt_timeout: float | None = None,
         max_reply_bytes: int | None = None,
+        reasoning_effort: str | None = None,
+        batch: bool | None = None,
+        batch_poll_seconds: float | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:

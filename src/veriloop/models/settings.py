@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, ValidationError, field_serializer
 
@@ -55,6 +55,16 @@ class ModelSettings(BaseModel):
     context: int | None = Field(None, ge=128, description="A local (llama.cpp) model's context size in tokens.")
     threads: int | None = Field(None, ge=1, description=(
         "Threads of a local (llama.cpp) model (default $VERILOOP_THREADS, else the CPU count)."))
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(None, description=(
+        "How hard a reasoning model thinks: OpenAI's reasoning_effort, Anthropic's and Gemini's thinking budget, "
+        "Ollama's think (default: the provider's own). Part of the model's identity: another effort is another "
+        "model to the call cache."))
+    batch: bool | None = Field(None, description=(
+        "Send the calls through the provider's batch API (OpenAI, Anthropic: half the price, answers within 24 h): "
+        "the calls a run can make now go as one batch, its id kept in the run directory, and a later run of the "
+        "same directory collects it (default: off)."))
+    batch_poll_seconds: float | None = Field(None, gt=0, description=(
+        "Seconds between two looks at a submitted batch (default 30)."))
     max_reply_tokens: int | None = Field(None, ge=1, description=(
         "The most tokens any one reply may have: a call asking for more gets this many (default "
         "$VERILOOP_MAX_REPLY_TOKENS, else no cap). For quick, cheap runs; the capped model is another model to the "
@@ -123,4 +133,7 @@ SERVER_SETTINGS = {
     "stall_timeout": "a stall timeout",
     "attempt_timeout": "an attempt timeout",
     "max_reply_bytes": "a reply size limit",
+    "reasoning_effort": "a reasoning effort",
+    "batch": "batch mode",
+    "batch_poll_seconds": "a batch poll interval",
 }
