@@ -1,0 +1,30 @@
+import pytest
+from hypothesis import strategies as st
+
+# The keys and string values the native wire formats use, so that arbitrary JSON often has
+# the shape of an answer and reaches deep into the parsers, not only their first check.
+WIRE_KEYS = (
+    "type", "content", "text", "thinking", "stop_reason", "usage", "input_tokens", "output_tokens",
+    "cache_read_input_tokens", "cache_creation_input_tokens", "error", "message", "candidates", "parts",
+    "thought", "finishReason", "usageMetadata", "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
+    "cachedContentTokenCount", "promptFeedback", "blockReason", "logprobsResult", "chosenCandidates",
+    "topCandidates", "token", "logProbability", "done", "done_reason", "prompt_eval_count", "eval_count",
+    "logprobs", "top_logprobs", "logprob", "role",
+)
+WIRE_STRINGS = (
+    "text", "thinking", "redacted_thinking", "message", "error", "end_turn", "max_tokens", "stop_sequence",
+    "STOP", "MAX_TOKENS", "SAFETY", "overloaded_error", "model", "stop", "length",
+)
+
+
+@pytest.fixture(scope="session")
+def wire_json() -> st.SearchStrategy[object]:
+    """Any JSON value, its object keys and strings mostly those of the wire formats."""
+    scalars = (st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False)
+               | st.sampled_from(WIRE_STRINGS) | st.text(max_size=8))
+    keys = st.sampled_from(WIRE_KEYS) | st.text(max_size=5)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=6),
+        max_leaves=40,
+    )
