@@ -443,10 +443,10 @@ class ServerModel:
             raise _Fault(f"no byte from the server for {self.stall_timeout:g} s (the stall limit; raise it with "
                          "--stall-timeout or stall_timeout)", stalled=True) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            request = self._httpx.Request("POST", url)
+            sent = self._httpx.Request("POST", url)
             if isinstance(exc, TimeoutError):
-                raise self._openai.APITimeoutError(request=request) from exc
-            raise self._openai.APIConnectionError(request=request) from exc
+                raise self._openai.APITimeoutError(request=sent) from exc
+            raise self._openai.APIConnectionError(request=sent) from exc
         try:
             body = content.decode(charset or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know
