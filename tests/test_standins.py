@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from servers import SERVER_REPLY
+from standins.anthropic import OVERLOADED, THINKING_TOKENS, AnthropicStandin, rate_limited
 from standins.base import call, iter_jsonl
 from standins.openai import OpenAIStandin
 
@@ -224,3 +225,144 @@ def test_openai_files_refuse_a_batch_file_that_is_not_jsonl():
     with OpenAIStandin() as s:
         assert upload(s, [line("a")], filename="in.txt") == (
             400, openai_error("Invalid file format for Batch API. Must be .jsonl"))
+
+
+# ---------------------------------------------------------------- Anthropic
+
+CLAUDE = "claude-sonnet-4-5"
+
+
+def claude(s: AnthropicStandin, body: Any, headers: dict[str, str] | None = None, path: str = "/v1/messages",
+           method: str | None = None) -> tuple[int, Any]:
+    sent = {"x-api-key": s.key, "anthropic-version": "2023-06-01"} if headers is None else headers
+    status, data, got = call(s.base_url + path, body, headers=sent, method=method)
+    if status != 200:
+        assert data["request_id"] == got["request-id"]
+        del data["request_id"]
+    return status, data
+
+
+def claude_error(message: str, type: str = "invalid_request_error") -> dict[str, Any]:
+    return {"type": "error", "error": {"type": type, "message": message}}
+
+
+def test_anthropic_answers_a_message_with_thinking_first():
+    with AnthropicStandin() as s:
+        status, data = claude(s, {"model": CLAUDE, "max_tokens": 2048, "system": "Be brief.", "messages": USER,
+                                  "thinking": {"type": "enabled", "budget_tokens": 1024}})
+        assert status == 200
+        assert [block["type"] for block in data["content"]] == ["thinking", "text"]
+        assert data["content"][1]["text"] == SERVER_REPLY
+        assert (data["stop_reason"], data["stop_sequence"]) == ("end_turn", None)
+        assert data["usage"] == {"input_tokens": 13, "output_tokens": THINKING_TOKENS + REPLY_WORDS,
+                                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                                 "service_tier": "standard"}
+        status, data = claude(s, {"model": CLAUDE, "max_tokens": 3, "messages": USER})
+        assert (data["content"], data["stop_reason"]) == ([{"type": "text", "text": "Step 1: 3"}], "max_tokens")
+        status, data = claude(s, {"model": CLAUDE, "max_tokens": 100, "messages": USER, "stop_sequences": ["answer"]})
+        assert (data["stop_reason"], data["stop_sequence"]) == ("stop_sequence", "answer")
+        assert s.billed == {"requests": 3, "prompt_tokens": 29, "completion_tokens": THINKING_TOKENS + 15 + 3 + 6}
+
+
+@pytest.mark.parametrize("headers, status, refusal", [
+    ({"anthropic-version": "2023-06-01"}, 401, claude_error("x-api-key header is required", "authentication_error")),
+    ({"x-api-key": "wrong", "anthropic-version": "2023-06-01"}, 401,
+     claude_error("invalid x-api-key", "authentication_error")),
+    ({"x-api-key": "KEY"}, 400, claude_error("anthropic-version: header is required")),
+    ({"x-api-key": "KEY", "anthropic-version": "2024-13-01"}, 400,
+     claude_error('anthropic-version: "2024-13-01" is not a valid version')),
+])
+def test_anthropic_refuses_missing_headers(headers, status, refusal):
+    with AnthropicStandin(key="KEY") as s:
+        assert claude(s, {"model": CLAUDE, "max_tokens": 10, "messages": USER}, headers=headers) == (status, refusal)
+
+
+THINK = {"type": "enabled", "budget_tokens": 1024}
+
+
+@pytest.mark.parametrize("body, status, refusal", [
+    ({"max_tokens": 10, "messages": USER, "n": 2}, 400, claude_error("n: Extra inputs are not permitted")),
+    ({"max_tokens": 10, "messages": USER, "seed": 1}, 400, claude_error("seed: Extra inputs are not permitted")),
+    ({"messages": USER}, 400, claude_error("max_tokens: Field required")),
+    ({"max_tokens": 10, "messages": [{"role": "system", "content": "x"}, *USER]}, 400, claude_error(
+        'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, not "system" '
+        "as an input message role.")),
+    ({"max_tokens": 10, "messages": USER, "temperature": 1.5}, 400,
+     claude_error("temperature: Input should be less than or equal to 1")),
+    ({"max_tokens": 2000, "messages": USER, "thinking": {"type": "enabled", "budget_tokens": 512}}, 400,
+     claude_error("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")),
+    ({"max_tokens": 1024, "messages": USER, "thinking": THINK}, 400, claude_error(
+        "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at "
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")),
+    ({"max_tokens": 2000, "messages": USER, "thinking": THINK, "temperature": 0.5}, 400, claude_error(
+        "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at "
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+        "#important-considerations-when-using-extended-thinking")),
+    ({"max_tokens": 2000, "messages": USER, "thinking": THINK, "top_k": 5}, 400, claude_error(
+        "`top_k` must be unset when thinking is enabled. Please consult our documentation at "
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+        "#important-considerations-when-using-extended-thinking")),
+    ({"max_tokens": 2000, "messages": USER, "thinking": THINK, "top_p": 0.9}, 400, claude_error(
+        "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled. Please consult our "
+        "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+        "#important-considerations-when-using-extended-thinking")),
+    ({"max_tokens": 100_000, "messages": USER}, 400, claude_error(
+        f"max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for {CLAUDE}")),
+])
+def test_anthropic_refuses_what_anthropic_refuses(body, status, refusal):
+    with AnthropicStandin() as s:
+        assert claude(s, {"model": CLAUDE, **body}) == (status, refusal)
+        assert s.billed["requests"] == 0
+
+
+def test_anthropic_unknown_model_context_overflow_size_and_faults():
+    with AnthropicStandin(models={CLAUDE: (10, 64_000, True)}) as s:
+        assert claude(s, {"model": "claude-9", "max_tokens": 5, "messages": USER}) == (
+            404, claude_error("model: claude-9", "not_found_error"))
+        long = [{"role": "user", "content": "word " * 20}]
+        assert claude(s, {"model": CLAUDE, "max_tokens": 5, "messages": long}) == (
+            400, claude_error("prompt is too long: 23 tokens > 10 maximum"))
+        s.max_request_bytes = 50
+        assert claude(s, {"model": CLAUDE, "max_tokens": 5, "messages": long}) == (
+            413, claude_error("Request exceeds the maximum allowed number of bytes.", "request_too_large"))
+        s.faults += [OVERLOADED, rate_limited(retry_after=3)]
+        status, data, _ = call(s.base_url + "/v1/messages", {}, headers={"x-api-key": s.key})
+        assert (status, data) == (529, claude_error("Overloaded", "overloaded_error"))
+        status, data, headers = call(s.base_url + "/v1/messages", {}, headers={"x-api-key": s.key})
+        assert (status, data["error"]["type"], headers["retry-after"], headers["anthropic-ratelimit-requests-remaining"]
+                ) == (429, "rate_limit_error", "3", "0")
+
+
+def test_anthropic_batch_results_succeeded_errored_expired_and_canceled():
+    with AnthropicStandin() as s:
+        ok = {"model": CLAUDE, "max_tokens": 100, "messages": USER}
+        status, batch = claude(s, {"requests": [{"custom_id": "a", "params": ok},
+                                                {"custom_id": "b", "params": {**ok, "n": 3}}]},
+                               path="/v1/messages/batches")
+        assert (status, batch["processing_status"], batch["results_url"]) == (200, "in_progress", None)
+        assert batch["request_counts"] == {"processing": 2, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        s.advance()
+        status, ended = claude(s, None, path=f"/v1/messages/batches/{batch['id']}")
+        assert ended["processing_status"] == "ended"
+        assert ended["request_counts"] == {"processing": 0, "succeeded": 1, "errored": 1, "canceled": 0, "expired": 0}
+        _, text, _ = call(ended["results_url"], headers={"x-api-key": s.key, "anthropic-version": "2023-06-01"})
+        a, b = iter_jsonl(text)
+        assert (a["custom_id"], a["result"]["type"], a["result"]["message"]["content"][0]["text"]) == (
+            "a", "succeeded", SERVER_REPLY)
+        assert b == {"custom_id": "b", "result": {"type": "errored", "error": claude_error(
+            "n: Extra inputs are not permitted")}}
+        _, late = claude(s, {"requests": [{"custom_id": f"r{i}", "params": ok} for i in range(3)]},
+                         path="/v1/messages/batches")
+        s.expire(late["id"], done=2)
+        _, stopped = claude(s, {"requests": [{"custom_id": "c", "params": ok}]}, path="/v1/messages/batches")
+        _, canceling = claude(s, {}, path=f"/v1/messages/batches/{stopped['id']}/cancel")
+        assert canceling["processing_status"] == "canceling"
+        s.finish_batches()
+        _, page = claude(s, None, path="/v1/messages/batches?limit=2")
+        assert [(b["id"], b["request_counts"]["expired"], b["request_counts"]["canceled"]) for b in page["data"]] == [
+            (stopped["id"], 0, 1), (late["id"], 1, 0)]
+        assert page["has_more"] is True
+        assert s.billed["requests"] == 0 and s.billed_batch["requests"] == 3
+        assert [job.custom_ids for job in s.batches] == [["a", "b"], ["r0", "r1", "r2"], ["c"]]
+        assert claude(s, {"requests": [{"custom_id": "has space", "params": ok}]}, path="/v1/messages/batches") == (
+            400, claude_error("requests.0.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"))

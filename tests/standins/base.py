@@ -147,6 +147,7 @@ class Standin:
         self._ids: dict[str, int] = {}
         self._clock = EPOCH
         self._stack = ExitStack()
+        self.request_id = ""  # the id of the request being answered (some bodies repeat it)
 
     # ------------------------------------------------------------ serving
 
@@ -195,7 +196,7 @@ class Standin:
                     {k: v for k, v in lowered.items() if k not in self.key_headers}, self.parse(lowered, raw), raw)
         with self.lock:
             self.requests.append(seen)
-            rid = self.next_id("req_")
+            rid = self.request_id = self.next_id("req_")
             if self.faults:
                 fault = self.faults.pop(0)
                 answer = Answer(fault[0], fault[1], dict(fault[2]) if len(fault) > 2 else {})
