@@ -47,6 +47,14 @@ def server_settled() -> None:
         reporter.server_settle()
 
 
+def model_notice(text: str) -> None:
+    """Say on the progress display open in this task what a model changed from what a call
+    asked (e.g. a reasoning model that cannot be greedy). The model says each notice once."""
+    reporter = _open.get()
+    if reporter is not None:
+        reporter.console.print(f"note: {text}", highlight=False, markup=False)
+
+
 WAITING_LINE_SECONDS = 10.0  # without a live bar, the waiting line is repeated at most this often
 
 

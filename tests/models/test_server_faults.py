@@ -27,7 +27,8 @@ from veriloop.errors import ModelTransportError, VeriloopError
 from veriloop.experiment.identity import check_same_run
 from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache, GenParams
-from veriloop.models.openai_compat import OpenAICompatModel, _logprobs, _retry_after, normalise_url
+from veriloop.models.openai_compat import OpenAICompatModel, _retry_after, normalise_url
+from veriloop.models.providers.openai import _logprobs
 from veriloop.strategies import parse_strategy
 
 QUESTION = [{"role": "user", "content": "What is 6 times 4?"}]

@@ -26,6 +26,7 @@ from .. import __version__
 from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..models.base import Model
+from ..models.providers import limits_of
 from ..strategies import parse_strategy
 from .dirlock import hold, refuse_if_held
 from .executor import (
@@ -164,6 +165,12 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
             },
             "veriloop_version": __version__,
         }
+        # What a model will not do that the strategy may ask (a reasoning model cannot be
+        # greedy): said here, before any call, and once on the run's output when it happens.
+        limits = {entry.id: found for entry in (model, *(experiment.models[name] for _, name in cell.roles))
+                  if (found := limits_of(entry.id, entry.reasoning_effort))}
+        if limits:
+            config["model_limits"] = limits
         run_dir = out_dir / cell.directory()
         check_run_dir(run_dir, {**config, "domain": dom.domain.name, "seed": cell.seed})
         plans.append(CellPlan(cell, dom, strategy, run_dir, config, recorded_in(run_dir, strategy, cell.seed)))

@@ -167,15 +167,16 @@ class ModelEntry(ModelSettings, Roles):
     @classmethod
     def _model_id(cls, value: str | None) -> str | None:
         from ..models.packs import PACKS
+        from ..models.providers import PROVIDERS, provider_prefix
 
         if value is None:
             return None
         local = value.removeprefix("llamacpp/")
-        if value.startswith("openai/") or local in PACKS or local.endswith(".gguf") or Path(local).is_file():
+        if provider_prefix(value) or local in PACKS or local.endswith(".gguf") or Path(local).is_file():
             return value
         raise ValueError(
-            f"unknown model {value!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, or openai/<model> "
-            "with base_url"
+            f"unknown model {value!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, or a model behind "
+            f"an API: {', '.join(f'{name}/<model>' for name in PROVIDERS)} (with base_url where it needs one)"
         )
 
     def usd(self, prompt_tokens: int, completion_tokens: int) -> float:

@@ -1,9 +1,10 @@
 """Model ids and loading.
 
 Ids: a pack name (`qwen2.5-coder-1.5b`), `llamacpp/<pack or path.gguf>`, a path to any
-`.gguf` file, or `openai/<model>` for an OpenAI-compatible server (with --base-url).
-Every id but `openai/` runs in this process on llama.cpp, the extra `local`: loading one
-without it is one MissingExtra line, before the model file is looked at.
+`.gguf` file, or `<provider>/<model>` for a model behind an API: `openai/` (OpenAI or any
+OpenAI-compatible server, with --base-url), `anthropic/`, `google/`, `vllm/`, `ollama/`
+(models.providers). A local id runs in this process on llama.cpp, the extra `local`:
+loading one without it is one MissingExtra line, before the model file is looked at.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .cache import CachedModel, CallCache
 from .capped import CappedModel, with_cap
 from .function import FunctionModel
 from .packs import DEFAULT_MODEL, PACKS, file_identity, verified_pack_path
-from .settings import SERVER_PREFIX, ModelSettings
+from .settings import ModelSettings
 
 GGUF_MAGIC = b"GGUF"
 
@@ -53,10 +54,13 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
         raise VeriloopError("a model to load needs its id: a pack, a .gguf path or openai/<model>")
     model_id = chosen.id
     if chosen.is_server:
-        from .openai_compat import OpenAICompatModel
+        from .openai_compat import ServerModel
+        from .providers import PROVIDERS
 
-        return with_cap(OpenAICompatModel(
-            model_id.removeprefix(SERVER_PREFIX), base_url=chosen.base_url, api_key=api_key,
+        prefix, _, name = model_id.partition("/")
+        provider = PROVIDERS.lookup(prefix)(name, chosen.reasoning_effort)
+        return with_cap(ServerModel(
+            name, base_url=chosen.base_url, api_key=api_key, provider=provider,
             concurrency=chosen.concurrency or 8, **chosen.server_settings(),
         ), chosen.max_reply_tokens)
     chosen.check_applies()
@@ -64,7 +68,7 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
     if spec not in PACKS and not (spec.endswith(".gguf") or Path(spec).expanduser().is_file()):
         raise VeriloopError(
             f"unknown model {model_id!r}; use a pack ({', '.join(PACKS)}), a path to a .gguf file, "
-            "or openai/<model> with --base-url"
+            "or a model behind an API: " + ", ".join(f"{name}/<model>" for name in _provider_names())
         )
     # Before the file is looked at: without llama.cpp, installing or fixing it would not help.
     require("local", f"the local model {model_id!r}")
@@ -91,6 +95,12 @@ def load_model(
     if not use_cache:
         return backend
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))
+
+
+def _provider_names() -> list[str]:
+    from .providers import PROVIDERS
+
+    return list(PROVIDERS)
 
 
 class VeriloopWarning(UserWarning):

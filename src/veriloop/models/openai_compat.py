@@ -61,9 +61,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from ..errors import ContextOverflow, ModelTransportError, VeriloopError
-from ..progress import server_retried, server_settled
+from ..progress import model_notice, server_retried, server_settled
 from ..records import Message
-from .base import Completion, GenParams, TokenLogprob
+from .base import Completion, GenParams
+from .providers.base import Damaged, Provider, Request, WrongShape
 
 if TYPE_CHECKING:
     import aiohttp
@@ -192,7 +193,10 @@ def server_identity(model: str, base_url: str, deployment: str | None = None) ->
     return f"{model}@{where}"
 
 
-class OpenAICompatModel:
+class ServerModel:
+    """A model behind an HTTP API, spoken through its provider (models/providers): OpenAI's
+    chat completions by default, or any registered wire format."""
+
     backend = "openai"
 
     def __init__(
@@ -213,6 +217,7 @@ class OpenAICompatModel:
         reasoning_effort: str | None = None,
         batch: bool | None = None,
         batch_poll_seconds: float | None = None,
+        provider: Provider | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -226,14 +231,24 @@ class OpenAICompatModel:
         attempt is abandoned (default 60); `attempt_timeout`: the most one attempt may
         take (default 600); `max_reply_bytes`: the largest reply read (default 8 MiB); each
         is a fault when reached, retried within the budget. `timeout` bounds connecting.
-        `sleep` and `clock` (asyncio.sleep and time.monotonic) time the retries."""
+        `sleep` and `clock` (asyncio.sleep and time.monotonic) time the retries.
+        `provider`: the wire format (default: OpenAI's chat completions for `model` at
+        `reasoning_effort`); its variables give the base URL and key when none is given,
+        after VERILOOP_BASE_URL and VERILOOP_API_KEY."""
         import openai
 
+        from .providers.openai import OpenAIProvider
+
         self._openai = openai
-        base_url = base_url or os.environ.get("VERILOOP_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-        api_key = api_key or os.environ.get("VERILOOP_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
         if not model:
             raise VeriloopError("an openai model id needs a model name, e.g. `openai/gpt-4o-mini`")
+        self.provider = provider or OpenAIProvider(model, reasoning_effort)
+        self.backend = self.provider.prefix
+        if client is not None and not isinstance(self.provider, OpenAIProvider):
+            raise VeriloopError(f"a client object speaks OpenAI's API, not {self.provider.title}")
+        base_url = (base_url or _first_set("VERILOOP_BASE_URL", *self.provider.base_url_variables)
+                    or self.provider.default_base_url)
+        api_key = api_key or _first_set("VERILOOP_API_KEY", *self.provider.key_variables) or "not-needed"
         if deployment is not None and not deployment.strip():
             raise VeriloopError("a deployment name must not be empty")
         if retry_budget is not None and not (retry_budget >= 0 and math.isfinite(retry_budget)):
@@ -267,28 +282,45 @@ class OpenAICompatModel:
         else:
             self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
         self._timeout = timeout
-        self._http_url = ""
-        if self._owns_client:  # the chat completions endpoint under the base URL, its query kept
-            base = self._client.base_url
-            self._http_url = str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
+        self._endpoints: dict[str, str] = {}  # request path -> the URL called, the base URL's query kept
+        self.notices: list[str] = []  # what the provider changed from what calls asked, each said once
+        self._n_ignored = False  # the server answered fewer choices than `n` asked: one request a sample
         # The session of a client made here, on the loop it belongs to, with what closes it.
         self._http: tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncGenerator[None, None],
                           dict[str, Any]] | None = None
         # The URL the client really calls (the default OpenAI endpoint when none is given);
         # the key is never part of it.
-        self.identity = server_identity(model, self._url(), self.deployment)
+        self.identity = server_identity(model, self._url(), self.deployment) + self.provider.identity_suffix()
         # What every message raised here is cleaned of, longest first (a key may hold another).
         key = str(getattr(self._client, "api_key", "") or "")
         secrets = _url_secrets(str(getattr(self._client, "base_url", "") or ""))
         self._secrets = sorted({*secrets, *([key] if key and key != "not-needed" else [])}, key=len, reverse=True)
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
-        # One request per sample with its own seed keeps sample i identical however the
-        # samples are batched (and many servers ignore n > 1).
+        """`params.n` completions: in requests of up to `provider.max_n` samples each where
+        the provider takes `n` (its prompt billed once a request), else one request a
+        sample, each with its own seed. A server that answers fewer choices than asked
+        (many ignore `n`) gets the rest asked again, and one request a sample from then on."""
         slots = self._in_flight()
-        if params.n == 1:  # the common case, without a task of its own
-            return [await self._one(messages, params, 0, slots)]
-        return list(await asyncio.gather(*(self._one(messages, params, i, slots) for i in range(params.n))))
+        per = self.provider.max_n if self.provider.supports.n and not self._n_ignored else 1
+        if params.n <= per:  # the common case (n = 1), without a task of its own
+            return await self._samples(messages, params, 0, params.n, slots)
+        starts = range(0, params.n, per)
+        parts = await asyncio.gather(*(self._samples(messages, params, i, min(per, params.n - i), slots)
+                                       for i in starts))
+        return [c for part in parts for c in part]
+
+    async def _samples(
+        self, messages: list[Message], params: GenParams, first: int, count: int, slots: asyncio.Semaphore
+    ) -> list[Completion]:
+        """Samples first .. first+count-1, asking again for those a server left out."""
+        out = await self._one(messages, params, first, count, slots)
+        if len(out) < count:
+            self._n_ignored = True
+            rest = await asyncio.gather(*(self._one(messages, params, i, 1, slots)
+                                          for i in range(first + len(out), first + count)))
+            out += [c for part in rest for c in part]
+        return out
 
     def _in_flight(self) -> asyncio.Semaphore:
         """The slots every request to the server takes, shared by all calls, so that k
@@ -300,33 +332,28 @@ class OpenAICompatModel:
         return self._slots[2]
 
     async def _one(
-        self, messages: list[Message], params: GenParams, index: int, slots: asyncio.Semaphore
-    ) -> Completion:
-        kwargs: dict[str, Any] = dict(
-            model=self.name,
-            messages=messages,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            max_tokens=params.max_tokens,
-            n=1,
-        )
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        seed = params.sample_seed(index)
-        if seed is not None:
-            kwargs["seed"] = seed
-        if params.logprobs:
-            kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
-        # The slot is held through the backoff too: while a server struggles, the calls
-        # waiting for a slot neither add to its load nor spend their own retry budget.
-        async with slots:
-            try:
-                return await self._with_retries(kwargs, params)
-            except VeriloopError as exc:  # every message raised here leaves through this door
-                exc.args = (self._masked(str(exc)),)
-                raise
+        self, messages: list[Message], params: GenParams, first: int, count: int, slots: asyncio.Semaphore
+    ) -> list[Completion]:
+        """One request for `count` samples from `first`: 1 to `count` completions."""
+        try:
+            request = self.provider.request(messages, params, first, count)
+            for notice in request.notices:
+                if notice not in self.notices:
+                    self.notices.append(notice)
+                    model_notice(f"{self.provider.prefix}/{self.name}: {notice}")
+            # The slot is held through the backoff too: while a server struggles, the calls
+            # waiting for a slot neither add to its load nor spend their own retry budget.
+            async with slots:
+                completions = await self._with_retries(request, params, count)
+        except VeriloopError as exc:  # every message raised here leaves through this door
+            exc.args = (self._masked(str(exc)),)
+            raise
+        share = completions[0].seconds / len(completions)
+        for completion in completions:
+            completion.seconds, completion.sent = share, request.sent
+        return completions
 
-    async def _with_retries(self, kwargs: dict[str, Any], params: GenParams) -> Completion:
+    async def _with_retries(self, request: Request, params: GenParams, count: int) -> list[Completion]:
         first_fault: float | None = None
         attempts = 0
         last = False  # the attempt after a wait cut to the budget
@@ -334,9 +361,9 @@ class OpenAICompatModel:
         try:
             while True:
                 attempts += 1
-                fault = await self._attempt(kwargs, params, first_fault)
-                if isinstance(fault, Completion):
-                    return fault  # the completion
+                fault = await self._attempt(request, params, count, first_fault)
+                if not isinstance(fault, _Fault):
+                    return fault  # the completions
                 now = self._clock()
                 first_fault = now if first_fault is None else first_fault
                 left = self.retry_budget - (now - first_fault)
@@ -357,8 +384,8 @@ class OpenAICompatModel:
                 server_settled()
 
     async def _attempt(
-        self, kwargs: dict[str, Any], params: GenParams, first_fault: float | None
-    ) -> Completion | _Fault:
+        self, request: Request, params: GenParams, count: int, first_fault: float | None
+    ) -> list[Completion] | _Fault:
         """One request: its completion, or the transient fault to retry. Once the call has
         faulted, the attempt ends with what the retry budget has left."""
         openai = self._openai
@@ -370,22 +397,16 @@ class OpenAICompatModel:
             try:
                 async with deadline:
                     # The body as text, to tell a damaged answer from another API's.
-                    body = await (self._post(kwargs) if self._owns_client else self._post_with_sdk(kwargs))
+                    body = await (self._post(request) if self._owns_client else self._post_with_sdk(request.body))
             except TimeoutError:
                 if not deadline.expired():
                     raise
                 why = ("what the retry budget had left" if limit < self.attempt_timeout
                        else "the attempt limit; raise it with --attempt-timeout or attempt_timeout")
                 raise _Fault(f"no complete reply within {limit:.3g} s ({why})", stalled=True) from None
-            choice, usage = self._parsed(body)
-            return Completion(
-                text=choice["message"].get("content") or "",
-                finish_reason=str(choice.get("finish_reason") or "stop"),
-                prompt_tokens=_count(usage, "prompt_tokens"),
-                completion_tokens=_count(usage, "completion_tokens"),
-                logprobs=_logprobs(choice) if params.logprobs else None,
-                seconds=time.perf_counter() - started,
-            )
+            completions = self._parsed(body, count, params)
+            completions[0].seconds = time.perf_counter() - started
+            return completions
         except _Fault as exc:
             return exc
         except openai.APIConnectionError as exc:  # refused, reset, timed out (APITimeoutError)
@@ -401,20 +422,20 @@ class OpenAICompatModel:
         raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
         return str(raw.http_response.text)
 
-    async def _post(self, kwargs: dict[str, Any]) -> str:
-        """POST /chat/completions on our own session; the body of a 2xx answer. Faults are
+    async def _post(self, request: Request) -> str:
+        """POST the request on our own session; the body of a 2xx answer. Faults are
         raised as the SDK's exceptions (a status error built by the SDK from the answer,
         APIConnectionError or APITimeoutError caused by aiohttp's), so they are classified
         as the SDK's own requests are."""
         import aiohttp
 
         session, proxy = await self._session()
-        url = self._http_url
+        url = self._endpoint(request.path)
         # aiohttp's read timeout is the time without a byte, headers or body alike.
         stall = aiohttp.ClientTimeout(total=None, sock_connect=min(self._timeout, self.stall_timeout),
                                       sock_read=self.stall_timeout)
         try:
-            async with session.post(url, data=json.dumps(kwargs).encode(), timeout=stall, **proxy) as response:
+            async with session.post(url, data=json.dumps(request.body).encode(), timeout=stall, **proxy) as response:
                 content = await self._read_capped(response)
                 status, reason, charset = response.status, response.reason, response.charset
                 headers = list(response.raw_headers)
@@ -422,10 +443,10 @@ class OpenAICompatModel:
             raise _Fault(f"no byte from the server for {self.stall_timeout:g} s (the stall limit; raise it with "
                          "--stall-timeout or stall_timeout)", stalled=True) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            request = self._httpx.Request("POST", url)
+            sent = self._httpx.Request("POST", url)
             if isinstance(exc, TimeoutError):
-                raise self._openai.APITimeoutError(request=request) from exc
-            raise self._openai.APIConnectionError(request=request) from exc
+                raise self._openai.APITimeoutError(request=sent) from exc
+            raise self._openai.APIConnectionError(request=sent) from exc
         try:
             body = content.decode(charset or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know
@@ -467,17 +488,18 @@ class OpenAICompatModel:
 
         client = self._client
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": client.user_agent}
-        if client.api_key:
-            headers["Authorization"] = f"Bearer {client.api_key}"
-        if client.organization:
-            headers["OpenAI-Organization"] = client.organization
-        if client.project:
-            headers["OpenAI-Project"] = client.project
+        key = client.api_key if client.api_key and client.api_key != "not-needed" else None
+        headers.update(self.provider.headers(key if self.provider.key_variables else client.api_key))
+        if self.provider.prefix == "openai":  # the openai SDK's own settings, read from its environment
+            if client.organization:
+                headers["OpenAI-Organization"] = client.organization
+            if client.project:
+                headers["OpenAI-Project"] = client.project
         # HTTP(S)_PROXY and NO_PROXY are honoured as the SDK honours them, looked up once here:
         # aiohttp's trust_env would look them (and ~/.netrc) up on a thread for every request.
         proxy: dict[str, Any] = {}
         try:
-            proxy["proxy"], proxy["proxy_auth"] = aiohttp.helpers.get_env_proxy_for_url(yarl.URL(self._http_url))
+            proxy["proxy"], proxy["proxy_auth"] = aiohttp.helpers.get_env_proxy_for_url(yarl.URL(self._endpoint("")))
         except LookupError:
             pass
         session = aiohttp.ClientSession(
@@ -512,8 +534,12 @@ class OpenAICompatModel:
         return min(left / 2, ceiling / 2 + self._random.uniform(0, ceiling / 2))
 
     def _refusal(self, exc: Any) -> VeriloopError:
-        """The error for an HTTP status that retrying would not change."""
+        """The error for an HTTP status that retrying would not change: the provider's
+        own when its body says more than the status, else by the status."""
         openai = self._openai
+        own = self.provider.refusal(exc.status_code, exc.response.text)
+        if own is not None:
+            return own
         if isinstance(exc, openai.BadRequestError):
             if "context" in str(exc).lower():
                 return ContextOverflow(f"prompt does not fit the context of {self.name}")
@@ -522,8 +548,9 @@ class OpenAICompatModel:
         if isinstance(exc, openai.AuthenticationError):  # 401: the key itself
             return VeriloopError(
                 f"the server at {self._url()} refused the API key ({exc.status_code} {response.reason_phrase}: "
-                f"{self._quote(_server_message(response.text), 200)}); set VERILOOP_API_KEY (or OPENAI_API_KEY) "
-                "or pass --api-key"
+                f"{self._quote(_server_message(response.text), 200)}); set "
+                + " (or ".join(("VERILOOP_API_KEY", *self.provider.key_variables)) + ")" * len(self.provider.key_variables)
+                + " or pass --api-key"
             )
         if isinstance(exc, openai.PermissionDeniedError):  # 403: its reason says what (a region, a plan, a model)
             return VeriloopError(
@@ -535,7 +562,7 @@ class OpenAICompatModel:
             return VeriloopError(self._not_found(exc))
         return VeriloopError(
             f"the server at {self._url()} answered {exc.status_code} {response.reason_phrase} "
-            f"({self._quote(response.text)}) to POST {self._url()}/chat/completions"
+            f"({self._quote(response.text)}) to POST {self._path_url()}"
         )
 
     def _url(self) -> str:
@@ -558,8 +585,8 @@ class OpenAICompatModel:
         in half would no longer be found)."""
         return _excerpt(self._masked(body), limit)
 
-    def _parsed(self, body: str) -> tuple[dict[str, Any], Any]:
-        """The first choice and the usage of a chat completion. A damaged one (a body cut
+    def _parsed(self, body: str, count: int, params: GenParams) -> list[Completion]:
+        """The completions of a 2xx answer, by the provider. A damaged one (a body cut
         short or not valid JSON, an empty body, no choices) is a _Fault, to be retried; a
         VeriloopError quotes the body when the server answered something else (a web page,
         a JSON error, another API's JSON), which no retry would change."""
@@ -570,18 +597,21 @@ class OpenAICompatModel:
             if not body.strip() or body.lstrip().startswith(("{", "[")):
                 raise _Fault(f"a truncated or invalid JSON body ({self._quote(body)})") from None
             data = None
-        if isinstance(data, dict) and "choices" in data and not data["choices"]:
-            raise _Fault("a chat completion with no choices")
-        choices = data.get("choices") if isinstance(data, dict) else None
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        message = choice.get("message") if isinstance(choice, dict) else None
-        content = message.get("content") if isinstance(message, dict) else 0
-        if choice is not None and (content is None or isinstance(content, str)):
-            return choice, data.get("usage")  # type: ignore[union-attr]  # a dict, since it has a choice
-        raise VeriloopError(
-            f"the server at {self._url()} answered a chat completion request with {self._quote(body)}, "
-            'not a chat completion in JSON ({"choices": [{"message": {"content": ...}}], ...})' + self._v1_hint()
-        )
+        try:
+            if data is None:
+                raise WrongShape(self.provider.answer_shape)
+            completions = self.provider.replies(data, count, params)
+        except Damaged as exc:
+            raise _Fault(str(exc)) from None
+        except WrongShape as exc:
+            raise VeriloopError(
+                f"the server at {self._url()} answered {self.provider.request_name} with {self._quote(body)}, "
+                f"not {self.provider.answer_name} in JSON ({exc})" + self._v1_hint()
+            ) from None
+        if not 1 <= len(completions) <= count:
+            raise VeriloopError(f"the {self.provider.prefix} provider made {len(completions)} completions of an "
+                                f"answer to a request for {count}; a provider returns 1 to {count}")
+        return completions
 
     def _not_found(self, exc: Any) -> str:
         """Unknown model only when the 404 says so; a 404 about the path (a base URL
@@ -592,10 +622,25 @@ class OpenAICompatModel:
         url = self._url()
         return (
             f"the server at {url} answered {exc.status_code} {exc.response.reason_phrase} ({self._quote(body)}) "
-            f"to POST {url}/chat/completions" + (self._v1_hint() or "; check that it is an OpenAI-compatible API")
+            f"to POST {self._path_url()}" + (self._v1_hint() or f"; check that it is {self.provider.api_name or 'the ' + self.provider.title}")
         )
 
+    def _path_url(self) -> str:
+        """The URL a generation request is posted to, as messages show it."""
+        path = getattr(self.provider, "path", None) or self.provider.request([], _PROBE, 0, 1).path
+        return self._url() + path
+
+    def _endpoint(self, path: str) -> str:
+        """The URL of `path` below the base URL, the base URL's query kept (a key may be there)."""
+        url = self._endpoints.get(path)
+        if url is None:
+            base = self._client.base_url
+            url = self._endpoints[path] = str(base.copy_with(path=base.path.rstrip("/") + path))
+        return url
+
     def _v1_hint(self) -> str:
+        if self.provider.prefix not in ("openai", "vllm"):
+            return ""
         url = self._url()
         if not url.startswith(("http://", "https://")) or urlsplit(url).path.endswith("/v1"):
             return ""
@@ -674,21 +719,12 @@ def _server_message(body: str) -> str:
     return message if isinstance(message, str) and message.strip() else body
 
 
-def _count(usage: Any, field: str) -> int:
-    value = usage.get(field, 0) if isinstance(usage, dict) else 0
-    return value if isinstance(value, int) else 0
+def _first_set(*variables: str) -> str | None:
+    """The value of the first of these environment variables that is set and not empty."""
+    return next((value for name in variables if (value := os.environ.get(name))), None)
 
 
-def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if content is None:
-        return None
-    return [
-        TokenLogprob(
-            token=t["token"],
-            logprob=t["logprob"],
-            top={alt["token"]: alt["logprob"] for alt in (t.get("top_logprobs") or [])},
-        )
-        for t in content
-    ]
+_PROBE = GenParams(max_tokens=1)  # a call whose request shows the provider's path
+
+# The name the transport had when it spoke OpenAI's format only.
+OpenAICompatModel = ServerModel

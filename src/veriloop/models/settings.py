@@ -110,8 +110,11 @@ class ModelSettings(BaseModel):
 
     @property
     def is_server(self) -> bool:
-        """Whether the model is reached over HTTP (an openai/<model> id)."""
-        return self.id is not None and self.id.startswith(SERVER_PREFIX)
+        """Whether the model is reached over HTTP: an id whose prefix names a provider
+        (openai/, anthropic/, google/, vllm/, ollama/ or a plugin's)."""
+        from .providers import provider_prefix
+
+        return self.id is not None and provider_prefix(self.id) is not None
 
     def server_settings(self) -> dict[str, Any]:
         """The settings only a server model takes, by field name (None: unset)."""
@@ -123,7 +126,8 @@ class ModelSettings(BaseModel):
             return
         for name, what in SERVER_SETTINGS.items():
             if getattr(self, name) is not None:
-                raise VeriloopError(f"{what} applies to a server model (openai/<model>), not to {self.id!r}")
+                raise VeriloopError(f"{what} applies to a server model (openai/<model>, anthropic/<model>, ...), "
+                                    f"not to {self.id!r}")
 
 
 # The settings only a server model takes, each with its name in an error.

@@ -9,7 +9,7 @@ Entries are lazy "module:attr" paths: naming the providers imports none of them,
 from __future__ import annotations
 
 from ...registry import Registry
-from .base import REASONING_EFFORTS, Damaged, Provider, Request, Supports, apportion
+from .base import REASONING_EFFORTS, Damaged, Provider, Request, Supports, WrongShape, apportion
 
 PROVIDERS: Registry[type[Provider]] = Registry("provider", "veriloop.providers")
 PROVIDERS.register("openai", "veriloop.models.providers.openai:OpenAIProvider")
@@ -26,5 +26,14 @@ def provider_prefix(model_id: str) -> str | None:
     return prefix if slash and rest and prefix in PROVIDERS else None
 
 
-__all__ = ["PROVIDERS", "REASONING_EFFORTS", "Damaged", "Provider", "Request", "Supports", "apportion",
-           "provider_prefix"]
+def limits_of(model_id: str | None, reasoning_effort: str | None = None) -> list[str]:
+    """What the model of this id will not do that a strategy may ask of it (e.g. greedy
+    decoding), known without a call; [] for a local model."""
+    prefix = provider_prefix(model_id) if model_id else None
+    if prefix is None or model_id is None:
+        return []
+    return PROVIDERS.lookup(prefix)(model_id.partition("/")[2], reasoning_effort).limits()
+
+
+__all__ = ["PROVIDERS", "REASONING_EFFORTS", "Damaged", "Provider", "Request", "Supports", "WrongShape", "apportion",
+           "limits_of", "provider_prefix"]

@@ -14,9 +14,13 @@ Invariants:
 - A parameter the model refuses is never sent; what was left out or changed is said once
   per model in `Request.notices` (e.g. "asks for greedy decoding; o3 cannot be greedy"),
   and `Request.sent` is what the record keeps: every field of the body but the messages.
-- `replies` returns exactly `count` completions or raises `Damaged` (retried as a fault)
-  or `VeriloopError` (an answer no retry changes); `completion_tokens` includes the
-  reasoning tokens, `prompt_tokens` the cached ones, so budgets count what was billed.
+- `replies` returns between 1 and `count` completions (fewer when a server ignores `n`:
+  the transport then asks for the rest, and no longer sends `n` to it), or raises
+  `Damaged` (retried as a fault), `WrongShape` (JSON of another API: the transport says so
+  with the URL) or `VeriloopError` (an answer no retry changes). `completion_tokens`
+  includes the reasoning tokens, `prompt_tokens` the cached ones, and the completions of
+  one request add up to what it billed (the prompt on the first), so budgets count what
+  was paid.
 - No provider module imports an SDK: the bodies are plain JSON.
 """
 
@@ -36,6 +40,11 @@ REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 class Damaged(Exception):
     """An answer that is damaged in transit (cut short, empty, no choices): a fault the
     transport retries. Its text says what, in one line."""
+
+
+class WrongShape(Exception):
+    """A 2xx answer in JSON that is not this API's answer (another API's, a proxy's):
+    no retry changes it. Its text is the shape the provider expected."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,10 @@ class Provider:
             `VERILOOP_BASE_URL`.
         default_base_url: Its public endpoint, or None when the user must give one.
         supports: What its API accepts.
+        answer_shape: Its answer's JSON in brief, for the message about a wrong one.
+        request_name, answer_name: What a request and its answer are called there
+            ("a chat completion request", "a chat completion").
+        max_n: The most samples one request may ask for (when `supports.n`).
     """
 
     prefix: ClassVar[str]
@@ -83,6 +96,11 @@ class Provider:
     base_url_variables: ClassVar[tuple[str, ...]] = ()
     default_base_url: ClassVar[str | None] = None
     supports: ClassVar[Supports] = Supports()
+    answer_shape: ClassVar[str] = "this API's JSON answer"
+    request_name: ClassVar[str] = "a generation request"
+    api_name: ClassVar[str] = ""  # how a 404's hint names the API ("" : "the " + title)
+    answer_name: ClassVar[str] = "an answer"
+    max_n: ClassVar[int] = 128
 
     def __init__(self, model: str, reasoning_effort: str | None = None) -> None:
         if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
@@ -102,14 +120,19 @@ class Provider:
         raise NotImplementedError
 
     def replies(self, data: Any, count: int, params: GenParams) -> list[Completion]:
-        """The `count` completions of a 2xx answer's parsed JSON; `Damaged` or a
-        VeriloopError when it holds none."""
+        """The completions (1 to `count`) of a 2xx answer's parsed JSON; `Damaged`,
+        `WrongShape` or a VeriloopError when it holds none."""
         raise NotImplementedError
 
     def refusal(self, status: int, body: str) -> VeriloopError | None:
         """The one-line error for a refused request (a 4xx no retry changes) when the
         provider's body says more than the status; None: the transport's own by status."""
         return None
+
+    def limits(self) -> list[str]:
+        """What this model will not do that a strategy may ask for (e.g. greedy decoding),
+        known before any call: recorded in a run's config.json."""
+        return []
 
     def identity_suffix(self) -> str:
         """What, beyond the model and the server, changes a sample: the reasoning effort."""
