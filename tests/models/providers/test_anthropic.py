@@ -4,7 +4,7 @@ import pytest
 
 from veriloop.errors import ContextOverflow, VeriloopError
 from veriloop.models.base import GenParams
-from veriloop.models.providers import PROVIDERS, Damaged
+from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.anthropic import AnthropicProvider, claude_version
 
 CONVERSATION = [
@@ -137,6 +137,16 @@ def test_the_unnumbered_mythos_is_of_the_newest_kind() -> None:
     assert (provider.adaptive, provider.fixed_sampling) == (True, True)
 
 
+def test_limits_say_which_models_cannot_be_greedy() -> None:
+    assert AnthropicProvider("claude-sonnet-4-5").limits() == []
+    assert AnthropicProvider("claude-sonnet-4-5", "low").limits() == [
+        "claude-sonnet-4-5 with thinking on samples at its default temperature: every call is sampled so (a greedy "
+        "strategy's calls too)"]
+    assert AnthropicProvider("claude-opus-4-7").limits() == [
+        "claude-opus-4-7 samples only at its default temperature and top_p: every call is sampled so (a greedy "
+        "strategy's calls too)"]
+
+
 # The example answer of Anthropic's extended thinking docs, with a redacted block and cache usage.
 THINKING_ANSWER = {
     "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -172,9 +182,7 @@ def test_stop_reasons_become_finish_reasons(stop_reason: str | None, finish: str
 
 
 @pytest.mark.parametrize(("answer", "error", "message"), [
-    ({"choices": []}, VeriloopError,
-     'the server answered a Messages API request with \'{"choices": []}\', not a message ({"type": "message", '
-     '"content": [...], ...}); check that the base URL is an Anthropic API'),
+    ({"choices": []}, WrongShape, '{"type": "message", "content": [{"type": "text", "text": ...}], ...}'),
     ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, Damaged,
      "an error in a 200 answer (overloaded_error: 'Overloaded')"),
     ({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}, VeriloopError,

@@ -4,7 +4,7 @@ import pytest
 
 from veriloop.errors import ContextOverflow, VeriloopError
 from veriloop.models.base import GenParams, TokenLogprob
-from veriloop.models.providers import PROVIDERS, Damaged
+from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.google import GoogleProvider
 
 CONVERSATION = [
@@ -90,7 +90,8 @@ def test_candidates_become_completions_sharing_the_usage() -> None:
     completions = GoogleProvider("gemini-2.5-flash", "low").replies(TWO_CANDIDATES, 2, GenParams(n=2))
     assert [(c.text, c.finish_reason, c.reasoning) for c in completions] == [
         ("It is 4.", "stop", "Two and two."), ("4", "length", "Hmm, add them up carefully.")]
-    assert [(c.prompt_tokens, c.cached_prompt_tokens) for c in completions] == [(6, 3), (5, 2)]
+    # The prompt is billed once a request: the first completion carries it.
+    assert [(c.prompt_tokens, c.cached_prompt_tokens) for c in completions] == [(11, 5), (0, 0)]
     # 9 answer tokens by text length 8:1, 40 thought tokens by reasoning length 12:27.
     assert [(c.completion_tokens, c.reasoning_tokens) for c in completions] == [(8 + 12, 12), (1 + 28, 28)]
     assert sum(c.prompt_tokens for c in completions) == 11
@@ -102,6 +103,13 @@ def test_stop_strings_beyond_five_are_applied_to_the_text() -> None:
     [completion] = GoogleProvider("gemini-2.5-flash").replies(answer, 1, GenParams(stop=("a", "b", "c", "d", "e",
                                                                                         " END")))
     assert (completion.text, completion.finish_reason) == ("4", "stop")
+
+
+def test_fewer_candidates_than_asked_are_those_there_are() -> None:
+    answer = {"candidates": [{"content": {"parts": [{"text": "4"}]}}], "usageMetadata": {"promptTokenCount": 7}}
+    [completion] = GoogleProvider("gemini-2.5-flash").replies(answer, 3, GenParams(n=3))
+    assert (completion.text, completion.prompt_tokens) == ("4", 7)
+    assert GoogleProvider.max_n == 8
 
 
 def test_a_candidate_without_content_is_an_empty_reply_with_its_reason() -> None:
@@ -124,11 +132,8 @@ def test_log_probabilities_are_read() -> None:
      "Gemini refused the prompt ('\"SAFETY\"'): no retry changes that; leave this prompt out, or run it on another "
      "model than 'gemini-2.5-flash'"),
     ({"candidates": [], "usageMetadata": {}}, 1, Damaged, "a Gemini answer without candidates"),
-    ({"candidates": [{"content": {"parts": [{"text": "4"}]}}]}, 2, Damaged, "1 candidates where 2 were asked"),
-    ({"choices": [{"message": {"content": "4"}}]}, 1, VeriloopError,
-     "the server answered a generateContent request with '{\"choices\": [{\"message\": {\"content\": \"4\"}}]}', "
-     "not Gemini's answer ({\"candidates\": [...], \"usageMetadata\": {...}}); check that the base URL is a "
-     "Gemini API"),
+    ({"choices": [{"message": {"content": "4"}}]}, 1, WrongShape,
+     '{"candidates": [{"content": {"parts": [{"text": ...}]}}], "usageMetadata": {...}}'),
     ({"candidates": [{"content": {"parts": [{"text": 4}]}}, {}]}, 2, Damaged,
      "a content part whose text is not text ('4')"),
 ])

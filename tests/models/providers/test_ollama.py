@@ -4,7 +4,7 @@ import pytest
 
 from veriloop.errors import ContextOverflow, VeriloopError
 from veriloop.models.base import GenParams, TokenLogprob
-from veriloop.models.providers import PROVIDERS, Damaged
+from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.ollama import OllamaProvider
 
 CONVERSATION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}]
@@ -63,10 +63,7 @@ def test_a_reply_with_thinking() -> None:
 
 
 @pytest.mark.parametrize(("answer", "error", "message"), [
-    ({"choices": [{"message": {"content": "4"}}]}, VeriloopError,
-     "the server answered an Ollama chat request with '{\"choices\": [{\"message\": {\"content\": \"4\"}}]}', not a "
-     "chat reply ({\"message\": {\"content\": ...}, \"done\": true, ...}); check that the base URL is an Ollama "
-     "server (without /v1)"),
+    ({"choices": [{"message": {"content": "4"}}]}, WrongShape, '{"message": {"content": ...}, "done": true, ...}'),
     ({"error": "unexpected EOF"}, VeriloopError, "Ollama answered with an error: 'unexpected EOF'"),
     ({"message": {"content": 4}, "done": True}, Damaged, "a chat reply whose content is not text ('4')"),
     ({"message": {"content": "4"}, "done": False}, Damaged, "a chat reply that is not done (a streamed piece)"),

@@ -40,7 +40,7 @@ from ...errors import ContextOverflow, VeriloopError
 from ...records import Message
 from ..base import Completion, GenParams
 from ._wire import THINKING_BUDGETS, error_of, excerpt, key_refused, shown, turns, whole
-from .base import Damaged, Provider, Request, Supports
+from .base import Damaged, Provider, Request, Supports, WrongShape
 
 API_VERSION = "2023-06-01"
 FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
@@ -74,6 +74,11 @@ class AnthropicProvider(Provider):
     base_url_variables = ("ANTHROPIC_BASE_URL",)
     default_base_url: ClassVar[str | None] = "https://api.anthropic.com"
     supports = Supports(temperature=True, seed=False, n=False, logprobs=False, reasoning=True, batch=True)
+    answer_shape = '{"type": "message", "content": [{"type": "text", "text": ...}], ...}'
+    request_name = "a Messages API request"
+    answer_name = "a message"
+    api_name = "an Anthropic Messages API"
+    path = "/v1/messages"
 
     def __init__(self, model: str, reasoning_effort: str | None = None) -> None:
         super().__init__(model, reasoning_effort)
@@ -112,7 +117,7 @@ class AnthropicProvider(Provider):
         if system is not None:
             body["system"] = system
         body["messages"] = turns
-        return Request(path="/v1/messages", body=body, sent=options, notices=notices)
+        return Request(path=self.path, body=body, sent=options, notices=notices)
 
     def _turns(self, messages: list[Message], notices: list[str]) -> tuple[str | None, list[dict[str, str]]]:
         system, merged = turns(messages)
@@ -153,6 +158,15 @@ class AnthropicProvider(Provider):
                            "sent the temperature only")
         return {"temperature": temperature}
 
+    def limits(self) -> list[str]:
+        if self.fixed_sampling:
+            return [f"{self.model} samples only at its default temperature and top_p: every call is sampled so "
+                    "(a greedy strategy's calls too)"]
+        if self.reasoning_effort is not None:
+            return [f"{self.model} with thinking on samples at its default temperature: every call is sampled so "
+                    "(a greedy strategy's calls too)"]
+        return []
+
     def replies(self, data: Any, count: int, params: GenParams) -> list[Completion]:
         if not isinstance(data, dict) or "content" not in data:
             if isinstance(data, dict) and data.get("type") == "error":
@@ -160,10 +174,7 @@ class AnthropicProvider(Provider):
                 if kind in ("overloaded_error", "api_error"):
                     raise Damaged(f"an error in a 200 answer ({kind}: {excerpt(message, 80)})")
                 raise VeriloopError(f"Anthropic answered with an error ({kind}: {excerpt(message, 160)})")
-            raise VeriloopError(
-                f"the server answered a Messages API request with {shown(data)}, not a message "
-                '({"type": "message", "content": [...], ...}); check that the base URL is an Anthropic API'
-            )
+            raise WrongShape(self.answer_shape)
         blocks = data["content"]
         if not isinstance(blocks, list):
             raise Damaged(f"a message whose content is not a list ({shown(blocks, 60)})")

@@ -17,11 +17,12 @@ What a call becomes:
 What an answer becomes: one completion per candidate; parts marked `thought` are the
 reasoning, the other parts the text; finishReason STOP is "stop", MAX_TOKENS "length",
 any other lowercased ("safety"). Usage is reported for the request: the prompt tokens
-(cachedContentTokenCount the cached ones) are shared evenly among the candidates, the
-candidates' tokens in proportion to their text, the thoughts' tokens (reasoning_tokens,
+(cachedContentTokenCount the cached ones) are the first candidate's, the candidates'
+tokens in proportion to their text, the thoughts' tokens (reasoning_tokens,
 part of completion_tokens) in proportion to their reasoning, so the records add up to
 what was billed. A prompt Gemini blocks (promptFeedback.blockReason, no candidate) stops
-the call in one line: no retry changes it.
+the call in one line: no retry changes it. An answer with fewer candidates than asked
+gives those it has (the transport asks again for the rest).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from ._wire import (
     turns,
     whole,
 )
-from .base import Damaged, Provider, Request, Supports, apportion
+from .base import Damaged, Provider, Request, Supports, WrongShape, apportion
 
 MAX_CANDIDATES = 8  # candidateCount's ceiling; the transport splits larger n into requests
 MAX_STOP_SEQUENCES = 5
@@ -68,6 +69,11 @@ class GoogleProvider(Provider):
     base_url_variables = ("GEMINI_BASE_URL",)
     default_base_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com"
     supports = Supports(temperature=True, seed=True, n=True, logprobs=True, reasoning=True, batch=False)
+    answer_shape = '{"candidates": [{"content": {"parts": [{"text": ...}]}}], "usageMetadata": {...}}'
+    request_name = "a generateContent request"
+    answer_name = "a Gemini answer"
+    api_name = "a Gemini API"
+    max_n = MAX_CANDIDATES
 
     def __init__(self, model: str, reasoning_effort: str | None = None) -> None:
         # The API names models "models/NAME"; either spelling is the same model.
@@ -109,8 +115,11 @@ class GoogleProvider(Provider):
         if system is not None:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         body["generationConfig"] = config
-        path = f"/v1beta/models/{quote(self.model, safe='-._~')}:generateContent"
-        return Request(path=path, body=body, sent={"generationConfig": config}, notices=notices)
+        return Request(path=self.path, body=body, sent={"generationConfig": config}, notices=notices)
+
+    @property
+    def path(self) -> str:
+        return f"/v1beta/models/{quote(self.model, safe='-._~')}:generateContent"
 
     def _thinking(self, effort: str, notices: list[str]) -> dict[str, Any]:
         version = gemini_version(self.model)
@@ -125,10 +134,7 @@ class GoogleProvider(Provider):
 
     def replies(self, data: Any, count: int, params: GenParams) -> list[Completion]:
         if not isinstance(data, dict) or not ({"candidates", "promptFeedback", "usageMetadata"} & data.keys()):
-            raise VeriloopError(
-                f"the server answered a generateContent request with {shown(data)}, not Gemini's answer "
-                '({"candidates": [...], "usageMetadata": {...}}); check that the base URL is a Gemini API'
-            )
+            raise WrongShape(self.answer_shape)
         candidates = data.get("candidates")
         if not candidates:
             feedback = data.get("promptFeedback")
@@ -141,18 +147,15 @@ class GoogleProvider(Provider):
             raise Damaged("a Gemini answer without candidates")
         if not isinstance(candidates, list):
             raise Damaged(f"candidates that are not a list ({shown(candidates, 60)})")
-        if len(candidates) < count:
-            raise Damaged(f"{len(candidates)} candidates where {count} were asked")
         read = [self._candidate(candidate, params) for candidate in candidates[:count]]
         usage = data.get("usageMetadata")
-        prompt = apportion(whole(usage, "promptTokenCount"), [1] * count)
-        cached = apportion(whole(usage, "cachedContentTokenCount"), [1] * count)
+        prompt, cached = whole(usage, "promptTokenCount"), whole(usage, "cachedContentTokenCount")
         answer = apportion(whole(usage, "candidatesTokenCount"), [len(text) for text, *_ in read])
         thought = apportion(whole(usage, "thoughtsTokenCount"), [len(r or "") for _, r, *_ in read])
         return [
-            Completion(text=text, finish_reason=finish, prompt_tokens=prompt[i],
+            Completion(text=text, finish_reason=finish, prompt_tokens=prompt if i == 0 else 0,
                        completion_tokens=answer[i] + thought[i], logprobs=logprobs, reasoning=reasoning,
-                       reasoning_tokens=thought[i], cached_prompt_tokens=min(cached[i], prompt[i]))
+                       reasoning_tokens=thought[i], cached_prompt_tokens=min(cached, prompt) if i == 0 else 0)
             for i, (text, reasoning, finish, logprobs) in enumerate(read)
         ]
 

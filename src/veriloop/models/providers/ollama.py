@@ -28,7 +28,7 @@ from ...errors import ContextOverflow, VeriloopError
 from ...records import Message
 from ..base import Completion, GenParams, TokenLogprob
 from ._wire import THINKING_BUDGETS, error_of, excerpt, number, shown, token_logprob, whole
-from .base import Damaged, Provider, Request, Supports
+from .base import Damaged, Provider, Request, Supports, WrongShape
 
 THINK_LEVELS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 
@@ -40,6 +40,11 @@ class OllamaProvider(Provider):
     base_url_variables = ("OLLAMA_HOST",)
     default_base_url: ClassVar[str | None] = "http://localhost:11434"
     supports = Supports(temperature=True, seed=True, n=False, logprobs=True, reasoning=True, batch=False)
+    answer_shape = '{"message": {"content": ...}, "done": true, ...}'
+    request_name = "an Ollama chat request"
+    answer_name = "an Ollama chat reply"
+    api_name = "an Ollama server (its base URL without /v1)"
+    path = "/api/chat"
 
     def request(self, messages: list[Message], params: GenParams, first: int, count: int) -> Request:
         options: dict[str, Any] = {"temperature": params.temperature, "top_p": params.top_p}
@@ -60,18 +65,14 @@ class OllamaProvider(Provider):
         sent["options"] = options
         body = {"model": self.model, "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
                 **{k: v for k, v in sent.items() if k != "model"}}
-        return Request(path="/api/chat", body=body, sent=sent)
+        return Request(path=self.path, body=body, sent=sent)
 
     def replies(self, data: Any, count: int, params: GenParams) -> list[Completion]:
         message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(message, dict):
             if isinstance(data, dict) and isinstance(data.get("error"), str):
                 raise VeriloopError(f"Ollama answered with an error: {excerpt(data['error'], 200)}")
-            raise VeriloopError(
-                f"the server answered an Ollama chat request with {shown(data)}, not a chat reply "
-                '({"message": {"content": ...}, "done": true, ...}); check that the base URL is an Ollama server '
-                "(without /v1)"
-            )
+            raise WrongShape(self.answer_shape)
         text = message.get("content", "")
         thinking = message.get("thinking")
         if not isinstance(text, str):
