@@ -8,7 +8,7 @@ from veriloop.errors import VeriloopError
 from veriloop.models.base import GenParams
 from veriloop.models.providers import PROVIDERS, REASONING_EFFORTS, Damaged, Provider, WrongShape
 
-NATIVE = ("anthropic", "google", "ollama")
+NATIVE = ("anthropic", "google", "ollama", "vllm")
 
 
 @pytest.mark.parametrize("prefix", NATIVE)
