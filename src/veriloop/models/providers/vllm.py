@@ -22,7 +22,7 @@ length is a ContextOverflow, an unknown model names GET /v1/models.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from ...errors import ContextOverflow, VeriloopError
 from ...records import Message
@@ -40,7 +40,7 @@ class VLLMProvider(OpenAIProvider):
     title = "vLLM"
     key_variables = ("VLLM_API_KEY",)
     base_url_variables = ("VLLM_BASE_URL",)
-    default_base_url: ClassVar[str | None] = None
+    default_base_url = None  # no public endpoint: the user gives the server's
     supports = Supports(temperature=True, seed=True, n=True, logprobs=True, reasoning=True, batch=False)
     api_name = "a vLLM server (OpenAI-compatible, under /v1)"
 
