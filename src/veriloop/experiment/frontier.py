@@ -249,8 +249,12 @@ def _whole_tokens(x: float) -> int:
 
 
 def _whole_dollars(x: float) -> float:
-    # Shown to 4 significant digits, and computed at what is shown, as tokens are.
-    return float(f"{x:.4g}")
+    # Shown to 4 significant digits and computed at what is shown, as tokens are; rounded
+    # up, so a strategy's own mean never falls below the budget its column states.
+    if x <= 0:
+        return 0.0
+    scale = 10.0 ** (math.floor(math.log10(x)) - 3)
+    return float(f"{math.ceil(x / scale - 1e-9) * scale:.4g}")
 
 
 def matched_budgets(groups: Mapping[str, Sequence[Trajectory]], cost: CallCost | None = None) -> list[float]:
