@@ -58,8 +58,10 @@ class TestServerAnswers:
         )
 
     def test_unknown_model_only_when_the_server_says_so(self, canned_server, tmp_path):
-        proc = run_against(f"{canned_server}/unknown-model/v1", tmp_path)
-        assert the_error(proc) == "error: the server does not know the model 'x'"
+        url = f"{canned_server}/unknown-model/v1"
+        assert the_error(run_against(url, tmp_path)) == (
+            f"error: the server does not know the model 'x'; give --model openai/NAME with a name the server at {url} "
+            "serves")
 
 
 # ---------------------------------------------------------------- verify --batch

@@ -444,7 +444,7 @@ def test_the_driver_checks_budgets_answers_from_its_cache_and_charges_every_samp
     meter = Meter("experiment", Budget(max_calls=2), Usage())
     job = Job(run_dir=tmp_path, config={}, domain_key="game24", domain=domain, data=None, instances=[],
               strategies=[], seed=0, generator="m", role_models={}, title="t", experiment=None, meters=[meter],
-              price=lambda role, prompt, completion: (prompt + 2 * completion) / 1e6 if role == "verify" else 0.0)
+              price=lambda role, prompt, completion, *parts: (prompt + 2 * completion) / 1e6 if role == "verify" else 0.0)
     executor = RayExecutor({})
     executor._jobs = [job]
     executor.cache = CallCache(tmp_path / "calls.sqlite")

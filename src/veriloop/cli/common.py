@@ -64,10 +64,27 @@ class Opt:
     (typer reads it there): `model: Opt.Model = DEFAULT_MODEL`, `base_url: Opt.BaseUrl = None`."""
 
     Model = Annotated[
-        str, typer.Option(help="Model id: a pack name, llamacpp/<pack or .gguf path>, a .gguf path, or openai/<model>.")
+        str, typer.Option(help="Model id: a pack name, llamacpp/<pack or .gguf path>, a .gguf path, or a model behind "
+                          "an API: openai/<model> (OpenAI or any compatible server), anthropic/<model>, "
+                          "google/<model>, vllm/<model>, ollama/<model>.")
     ]
-    BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible server URL (or VERILOOP_BASE_URL).")]
-    ApiKey = Annotated[str | None, typer.Option(help="API key (or VERILOOP_API_KEY / OPENAI_API_KEY); never recorded.")]
+    BaseUrl = Annotated[str | None, typer.Option(help=(
+        "The API's URL (or VERILOOP_BASE_URL, else the provider's own variable, e.g. OPENAI_BASE_URL, OLLAMA_HOST; "
+        "default: the provider's public endpoint)."))]
+    ApiKey = Annotated[str | None, typer.Option(help=(
+        "API key (or VERILOOP_API_KEY, else the provider's own variable: OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+        "GEMINI_API_KEY, ...); never recorded."))]
+    ReasoningEffort = Annotated[str | None, typer.Option(
+        metavar="minimal|low|medium|high",
+        help="For a reasoning model behind an API: how hard it thinks (OpenAI's reasoning_effort, Anthropic's and "
+        "Gemini's thinking budget, Ollama's think). Another effort is another model to the call cache.",
+    )]
+    Batch = Annotated[bool, typer.Option(
+        "--batch",
+        help="Send an OpenAI or Anthropic model's calls through its batch API (half the price, answered within 24 "
+        "h): the calls the run can make now go as one batch, its id kept in the run directory; run the same "
+        "command again to collect it and go on.",
+    )]
     Deployment = Annotated[str | None, typer.Option(
         metavar="NAME",
         help="With --base-url: a name for the server deployment, keying the call cache instead of the URL. Cached "

@@ -107,6 +107,8 @@ def run_experiment_file(
             result = asyncio.run(go())
         except KeyboardInterrupt:
             _exit_interrupted(target)
+    for note in result.notes:  # once per run, whichever way its outcome is shown
+        err.print(f"warning: {note}", highlight=False, markup=False)
     if show is not None:
         show(spec, result)
     else:

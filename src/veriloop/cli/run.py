@@ -236,6 +236,8 @@ def run(
     stall_timeout: Opt.StallTimeout = None,
     attempt_timeout: Opt.AttemptTimeout = None,
     max_reply_bytes: Opt.MaxReplyBytes = None,
+    reasoning_effort: Opt.ReasoningEffort = None,
+    batch: Opt.Batch = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -272,9 +274,14 @@ def run(
     check_task_options(domain, task, data, domain_option, with_task)
     if check_timeout is not None and not (0 < check_timeout < float("inf")):
         raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
+    from ..models.providers import REASONING_EFFORTS
+
+    if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
+        raise VeriloopError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, not {reasoning_effort!r}")
     where = ExecutorChoice(executor, address, shard_size)
     limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
-                              "max_reply_bytes": max_reply_bytes}
+                              "max_reply_bytes": max_reply_bytes, "reasoning_effort": reasoning_effort,
+                              "batch": batch or None}
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
         model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
@@ -297,6 +304,10 @@ def run(
     }
     config.setdefault("data", None)
     config.setdefault("data_sha256", None)
+    from ..models.providers import limits_of
+
+    if model_limits := limits_of(model, reasoning_effort):
+        config["model_limits"] = {model: model_limits}  # what it will not do that a strategy may ask
     for chosen in strategies:
         chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
     run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"

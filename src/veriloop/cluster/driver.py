@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..domains.base import Instance
 from ..errors import VeriloopError
-from ..experiment.budget import BudgetReached, Meter, Usage
+from ..experiment.budget import BudgetReached, CallPrice, Meter, Usage, call_usage
 from ..experiment.dirlock import DirectoryHold, hold
 from ..experiment.executor import ClusterStats, api_key_of
 from ..experiment.jsonl import RecordWriter
@@ -78,7 +78,7 @@ class Job:
     title: str
     experiment: Experiment  # its tool settings, for a CRITIC domain's toolbox
     meters: list[Meter] = field(default_factory=list)
-    price: Callable[[str, int, int], float] = lambda role, prompt, completion: 0.0
+    price: CallPrice = lambda role, prompt, completion, cached_prompt=0, reasoning=0: 0.0
     # While running:
     done: dict[tuple[str, str, int], Trajectory] = field(default_factory=dict)
     keys: set[tuple[str, str, int]] = field(default_factory=set)
@@ -499,8 +499,11 @@ class RayExecutor:
             if kind == "spent":
                 call_role, samples = rest
                 spent = Usage()
-                for prompt, completion, cached in samples:
-                    spent.add(Usage(1, prompt, completion, job.price(call_role, prompt, completion)))
+                # (prompt, completion, from the cache[, cached prompt, reasoning tokens]):
+                # an older worker sends the first three.
+                for prompt, completion, cached, *parts in samples:
+                    cached_prompt, reasoning = (*parts, 0, 0)[:2]
+                    spent.add(call_usage(call_role, prompt, completion, cached_prompt, reasoning, job.price))
                     self.backend_calls += not cached
                 for meter in job.meters:
                     meter.used.add(spent)

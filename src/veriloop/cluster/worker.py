@@ -140,7 +140,8 @@ class RelayedModel:
                 self.relay.ask.remote(("release", self.job, key, wanted.start, wanted.stop, owner, not cancelled))
         completions = [found[i] for i in wanted]
         await ask(self.relay, ("spent", self.job, self.call_role,
-                               [(c.prompt_tokens, c.completion_tokens, c.cached) for c in completions]))
+                               [(c.prompt_tokens, c.completion_tokens, c.cached, c.cached_prompt_tokens,
+                                 c.reasoning_tokens) for c in completions]))
         return completions
 
     async def aclose(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import VeriloopError
 from ..models.base import Completion, GenParams, Model
@@ -28,12 +29,26 @@ class BudgetReached(VeriloopError):
         self.scope = scope
 
 
+class CallPrice(Protocol):
+    """The dollars of one call, by the role it played (so by the model that answered)
+    and its tokens; the cached prompt and reasoning tokens are parts of the prompt and
+    completion tokens (models.base.Completion)."""
+
+    def __call__(self, role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0,
+                 reasoning_tokens: int = 0) -> float: ...
+
+
 @dataclass
 class Usage:
+    """Calls, tokens and dollars spent. `cached_prompt_tokens` and `reasoning_tokens` are
+    parts of `prompt_tokens` and `completion_tokens`, not added to `tokens`."""
+
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usd: float = 0.0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def tokens(self) -> int:
@@ -44,16 +59,26 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.usd += other.usd
+        self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.reasoning_tokens += other.reasoning_tokens
 
 
-def usage_of(trajectories: Iterable[Trajectory], usd: Callable[[str, int, int], float]) -> Usage:
-    """What the trajectories' calls spent; `usd(role, prompt_tokens, completion_tokens)`
-    prices a call by the model that played its role."""
+def call_usage(role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int,
+               reasoning_tokens: int, price: CallPrice) -> Usage:
+    """One call's usage, priced."""
+    return Usage(1, prompt_tokens, completion_tokens,
+                 price(role, prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens),
+                 cached_prompt_tokens, reasoning_tokens)
+
+
+def usage_of(trajectories: Iterable[Trajectory], usd: CallPrice) -> Usage:
+    """What the trajectories' calls spent, each priced by `usd` as the model that played
+    its role charges."""
     total = Usage()
     for t in trajectories:
-        for call in t.calls:
-            total.add(Usage(1, call.prompt_tokens, call.completion_tokens,
-                            usd(call.role, call.prompt_tokens, call.completion_tokens)))
+        for c in t.calls:
+            total.add(call_usage(c.role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens,
+                                 c.reasoning_tokens, usd))
     return total
 
 
@@ -79,10 +104,10 @@ class Meter:
 
 
 class MeteredModel:
-    """A model whose calls are charged to meters and refused once one is spent. `price`
-    gives a call's dollars from its prompt and completion tokens."""
+    """A model whose calls are charged to meters and refused once one is spent; each of
+    its calls is priced by `price` as a call of the role `call_role`."""
 
-    def __init__(self, inner: Model, meters: list[Meter], price: Callable[[int, int], float],
+    def __init__(self, inner: Model, meters: list[Meter], price: CallPrice, call_role: str = "generate",
                  on_tokens: Callable[[int], None] | None = None) -> None:
         self.inner = inner
         self.backend = inner.backend
@@ -91,6 +116,7 @@ class MeteredModel:
         self.preferred_concurrency = inner.preferred_concurrency
         self.meters = meters
         self.price = price
+        self.call_role = call_role
         self.on_tokens = on_tokens
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
@@ -99,7 +125,8 @@ class MeteredModel:
         completions = await self.inner.generate(messages, params)
         spent = Usage()
         for c in completions:
-            spent.add(Usage(1, c.prompt_tokens, c.completion_tokens, self.price(c.prompt_tokens, c.completion_tokens)))
+            spent.add(call_usage(self.call_role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens,
+                                 c.reasoning_tokens, self.price))
         for meter in self.meters:
             meter.used.add(spent)
         if self.on_tokens is not None:

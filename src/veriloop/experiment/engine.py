@@ -39,6 +39,8 @@ from .executor import (
     Progress,
     load_models,
     open_executor,
+    price_notes,
+    price_records,
     recorded_in,
     tools_for,
 )
@@ -155,6 +157,9 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
             # refused too when the file now names other models for it.
             "model_id": model.id,
             "role_models": {role: experiment.models[name].id for role, name in cell.roles},
+            # What the results' dollars are computed at (not part of the run's identity:
+            # a price may change without changing what the model answers).
+            "prices": price_records(experiment, dict.fromkeys([cell.model, *(name for _, name in cell.roles)])),
             **dom.config,
             "strategy_defaults": defaults,
             "spec": {
@@ -209,6 +214,7 @@ class EvalResult:
     rows: list[CellResult] = field(default_factory=list)  # one per cell, as in results.csv
     report_files: list[str] = field(default_factory=list)  # the experiment's report wrote them (in out_dir)
     cluster: ClusterStats | None = None  # under --executor ray: its workers, and those it lost
+    notes: list[str] = field(default_factory=list)  # one line per model charged $0 for want of a price
 
 
 def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
@@ -246,7 +252,7 @@ async def _run_eval_held(
     result = EvalResult(
         out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
         backend_calls=executor.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
-        cluster=executor.stats(),
+        cluster=executor.stats(), notes=price_notes(experiment, experiment.models_used([p.cell for p in plans])),
     )
     result.rows = write_results(experiment, result)
     # A report over an experiment that a budget stopped would mix finished and missing
@@ -280,6 +286,6 @@ def write_spec(out_dir: Path, experiment: Experiment) -> None:
 
     from .jsonl import write_file
 
-    write_file(out_dir / SPEC_FILE, json.dumps({"veriloop_version": __version__, **experiment.model_dump()}, indent=2)
-               + "\n")
+    record = {"veriloop_version": __version__, **experiment.model_dump(), "prices": price_records(experiment)}
+    write_file(out_dir / SPEC_FILE, json.dumps(record, indent=2) + "\n")
 

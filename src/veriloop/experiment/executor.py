@@ -12,7 +12,7 @@ asked for, so nothing under experiment/ imports the cluster, and Ray stays an op
 extra. The cluster in turn needs only this module and public records of the lower
 layers (experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs
 (`CellPlan`, `DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules
-every executor applies to a cell (`price_of`, `recorded_in`, `tools_for`, `api_key_of`,
+every executor applies to a cell (`price_of`, `model_prices`, `recorded_in`, `tools_for`, `api_key_of`,
 `budget_meters`).
 
 Invariants every executor keeps: it writes the run directories as `runner.run_experiment`
@@ -26,7 +26,7 @@ backends generated for the cells (not those replayed from a cache).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import VeriloopError
 from ..records import Trajectory
 from ..registry import Registry
-from .budget import BudgetReached, Meter, MeteredModel, Usage, usage_of
+from .budget import BudgetReached, CallPrice, Meter, MeteredModel, Usage, usage_of
 from .jsonl import read_records
 from .runner import TRAJECTORIES, run_experiment
 from .spec import ROLE_CALLS, Cell, Experiment
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..domains.base import Domain, Instance
     from ..models.base import Model
     from ..models.counting import CountingModel
+    from ..models.prices import Price
     from ..strategies.base import Strategy
     from ..tools.base import Toolbox
 
@@ -170,14 +171,33 @@ def role_of_call(call_role: str) -> str | None:
     return next((role for role, calls in ROLE_CALLS.items() if call_role in calls), None)
 
 
-def price_of(experiment: Experiment, cell: Cell) -> Callable[[str, int, int], float]:
+def model_prices(experiment: Experiment, names: Iterable[str] | None = None) -> dict[str, Price]:
+    """How each model's calls are priced (models.prices), by name: the experiment's
+    models, or those named."""
+    return {name: experiment.models[name].pricing(name) for name in (experiment.models if names is None else names)}
+
+
+def price_records(experiment: Experiment, names: Iterable[str] | None = None) -> dict[str, dict[str, object]]:
+    """What a record (config.json, experiment.json, results.json) holds of the models'
+    prices: each one's source, rates per million tokens and table."""
+    return {name: price.record() for name, price in model_prices(experiment, names).items()}
+
+
+def price_notes(experiment: Experiment, names: Iterable[str] | None = None) -> list[str]:
+    """One line per model charged $0 for want of a price, naming how to give one."""
+    return [price.note for price in model_prices(experiment, names).values() if price.note]
+
+
+def price_of(experiment: Experiment, cell: Cell) -> CallPrice:
     """Dollars of a call in this cell, at the price of the model that played its role."""
     roles = dict(cell.roles)
+    prices = model_prices(experiment, {cell.model, *roles.values()})
 
-    def usd(call_role: str, prompt_tokens: int, completion_tokens: int) -> float:
-        role = role_of_call(call_role)
-        name = roles.get(role, cell.model) if role else cell.model
-        return experiment.models[name].usd(prompt_tokens, completion_tokens)
+    def usd(role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0,
+            reasoning_tokens: int = 0) -> float:
+        played = role_of_call(role)
+        name = roles.get(played, cell.model) if played else cell.model
+        return prices[name].usd(prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens)
 
     return usd
 
@@ -359,13 +379,13 @@ async def run_cells(
 
 
 def metered_models(
-    cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: Callable[[str, int, int], float],
+    cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: CallPrice,
     on_tokens: Callable[[int], None] | None,
 ) -> tuple[Model, dict[str, Model]]:
     """The cell's generator and its role models (by call role), each charging `meters`."""
 
     def metered(name: str, call_role: str) -> MeteredModel:
-        return MeteredModel(models[name], meters, lambda pt, ct: usd(call_role, pt, ct), on_tokens=on_tokens)
+        return MeteredModel(models[name], meters, usd, call_role, on_tokens=on_tokens)
 
     role_models: dict[str, Model] = {}
     for role, name in cell.roles:

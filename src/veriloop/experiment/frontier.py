@@ -9,6 +9,11 @@ and its Pareto front show which strategies are worth their cost at all.
 
 Everything is computed from recorded trajectories: no model is called again.
 
+The table is in tokens by default; given a price per call (`cost`: each call's dollars at
+the price of the model that answered it, experiment.executor.price_of), the same
+comparison is made at matched dollar budgets, where a cached prompt token, a cheaper
+judge or a dearer completion weigh what they cost.
+
 A strategy whose rounds form pools of answers (experiment.pools) may add its pool curves
 (pass@k, maj@k, best-of-k, first@k) to a panel: each a line over k placed at k times the
 tokens of one sample, in the strategy's colour, without its intervals (four bands per
@@ -21,18 +26,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..extras import require
-from ..records import RoundRecord, Trajectory
+from ..records import CallRecord, RoundRecord, Trajectory
 from ..selfcheck.scoring import vote
 from .metrics import wilson_interval
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+# What one call spends in a comparison's unit (tokens, or dollars).
+CallCost = Callable[[CallRecord], float]
 
 # ---------------------------------------------------------------------------- tokens
 
@@ -174,9 +182,14 @@ def _revote(t: Trajectory, rounds: list[RoundRecord]) -> bool:
     return any(r.correct for r, c in zip(rounds, clusters, strict=True) if c == result.cluster)
 
 
-def correct_within(t: Trajectory, budget: float) -> bool:
+def call_tokens(c: CallRecord) -> float:
+    return c.prompt_tokens + c.completion_tokens
+
+
+def correct_within(t: Trajectory, budget: float, cost: CallCost | None = None) -> bool:
     """Whether the strategy would have ended right on this instance had it been stopped
-    once it could not afford another round within `budget` tokens.
+    once it could not afford another round within `budget` tokens (or what `cost` counts
+    of each call, such as its dollars).
 
     If the whole trajectory fits, its own verdict stands. Otherwise the loop is cut after
     the last round whose cumulative tokens fit, and the output is what the strategy
@@ -184,14 +197,15 @@ def correct_within(t: Trajectory, budget: float) -> bool:
     the verifier's best, or any correct sample for an oracle. No round fits: wrong, since
     the strategy had nothing to answer with.
     """
-    if tokens(t) <= budget:
+    cost = cost or call_tokens
+    if sum(cost(c) for c in t.calls) <= budget:
         return t.correct
     paid = _paying_rounds(t)
-    spent: dict[int, int] = {}
+    spent: dict[int, float] = {}
     for c, r in zip(t.calls, paid, strict=True):
-        spent[r] = spent.get(r, 0) + c.prompt_tokens + c.completion_tokens
+        spent[r] = spent.get(r, 0) + cost(c)
 
-    def through(round: int) -> int:
+    def through(round: int) -> float:
         return sum(v for r, v in spent.items() if r <= round)
 
     fitting = [r for r in t.rounds if through(r.round) <= budget]
@@ -217,9 +231,14 @@ def correct_within(t: Trajectory, budget: float) -> bool:
 # ---------------------------------------------------------------------------- the table
 
 
-def mean_tokens(trajectories: Sequence[Trajectory]) -> float:
-    """Mean tokens per instance: the budget a strategy is matched at. 0 for no trajectories."""
-    return sum(tokens(t) for t in trajectories) / len(trajectories) if trajectories else 0.0
+def mean_tokens(trajectories: Sequence[Trajectory], cost: CallCost | None = None) -> float:
+    """Mean tokens per instance (or what `cost` counts): the budget a strategy is matched
+    at. 0 for no trajectories."""
+    if not trajectories:
+        return 0.0
+    if cost is None:
+        return sum(tokens(t) for t in trajectories) / len(trajectories)
+    return sum(cost(c) for t in trajectories for c in t.calls) / len(trajectories)
 
 
 def _whole_tokens(x: float) -> int:
@@ -229,10 +248,21 @@ def _whole_tokens(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def matched_budgets(groups: Mapping[str, Sequence[Trajectory]]) -> list[int]:
+def _whole_dollars(x: float) -> float:
+    # Shown to 4 significant digits and computed at what is shown, as tokens are; rounded
+    # up, so a strategy's own mean never falls below the budget its column states.
+    if x <= 0:
+        return 0.0
+    scale = 10.0 ** (math.floor(math.log10(x)) - 3)
+    return float(f"{math.ceil(x / scale - 1e-9) * scale:.4g}")
+
+
+def matched_budgets(groups: Mapping[str, Sequence[Trajectory]], cost: CallCost | None = None) -> list[float]:
     """The budgets of the comparison: each strategy's mean tokens per instance, in whole
-    tokens, ascending and without repeats. Strategies without trajectories set none."""
-    return sorted({_whole_tokens(mean_tokens(ts)) for ts in groups.values() if ts})
+    tokens (with `cost`, mean dollars to 4 significant digits), ascending and without
+    repeats. Strategies without trajectories set none."""
+    whole = _whole_tokens if cost is None else _whole_dollars
+    return sorted({whole(mean_tokens(ts, cost)) for ts in groups.values() if ts})
 
 
 def _check_same_instances(groups: Mapping[str, Sequence[Trajectory]]) -> None:
@@ -252,7 +282,12 @@ def _accuracy_cell(correct: int, n: int) -> str:
     return f"{correct}/{n} = {100 * correct / n:.0f}%" if n else "-"
 
 
-def matched_budget_table(groups: Mapping[str, Sequence[Trajectory]]) -> tuple[list[str], list[list[str]]]:
+def _budget_text(budget: float, dollars: bool) -> str:
+    return f"${budget:.4g}" if dollars else str(budget)
+
+
+def matched_budget_table(groups: Mapping[str, Sequence[Trajectory]],
+                         cost: CallCost | None = None) -> tuple[list[str], list[list[str]]]:
     """Headers and rows comparing strategies of ONE domain and model at matched budgets.
 
     `groups` maps strategy labels, in display order, to their trajectories on the same
@@ -260,24 +295,30 @@ def matched_budget_table(groups: Mapping[str, Sequence[Trajectory]]) -> tuple[li
     tokens per instance); then one column per budget of `matched_budgets`, whose cells are
     the accuracy with every instance stopped at that many tokens (`correct_within`). The
     reading: a strategy beats another only if it is more accurate at the other's budget.
-    A strategy without trajectories shows "-" throughout.
+    A strategy without trajectories shows "-" throughout. With `cost` (a call's dollars)
+    the budgets are dollars per instance.
     """
     _check_same_instances(groups)
-    budgets = matched_budgets(groups)
-    headers = ["strategy", "own: accuracy @ tokens/instance", *[f"@ {b} tok" for b in budgets]]
+    budgets = matched_budgets(groups, cost)
+    dollars = cost is not None
+    whole = _whole_dollars if dollars else _whole_tokens
+    headers = ["strategy", f"own: accuracy @ {'usd' if dollars else 'tokens'}/instance",
+               *[f"@ {_budget_text(b, dollars)}" + ("" if dollars else " tok") for b in budgets]]
     rows: list[list[str]] = []
     for label, ts in groups.items():
         n = len(ts)
-        own = f"{_accuracy_cell(sum(t.correct for t in ts), n)} @ {_whole_tokens(mean_tokens(ts))}" if n else "-"
-        cells = [_accuracy_cell(sum(correct_within(t, b) for t in ts), n) for b in budgets]
+        own = (f"{_accuracy_cell(sum(t.correct for t in ts), n)} @ {_budget_text(whole(mean_tokens(ts, cost)), dollars)}"
+               if n else "-")
+        cells = [_accuracy_cell(sum(correct_within(t, b, cost) for t in ts), n) for b in budgets]
         rows.append([label, own, *cells])
     return headers, rows
 
 
-def matched_budget_markdown(title: str, groups: Mapping[str, Sequence[Trajectory]]) -> str:
+def matched_budget_markdown(title: str, groups: Mapping[str, Sequence[Trajectory]],
+                            cost: CallCost | None = None) -> str:
     """The matched-budget table as markdown under a `### title` line, with the one
-    sentence a reader needs to read a cell."""
-    headers, rows = matched_budget_table(groups)
+    sentence a reader needs to read a cell; with `cost`, at matched dollar budgets."""
+    headers, rows = matched_budget_table(groups, cost)
 
     def line(cells: list[str]) -> str:
         # A "|" inside a strategy label would split its cell.
@@ -287,6 +328,11 @@ def matched_budget_markdown(title: str, groups: Mapping[str, Sequence[Trajectory
         "Each `@ N tok` cell is the strategy's accuracy when every instance is stopped once it has spent N tokens "
         "(prompt + completion; N is one strategy's mean per instance), answering with what it had by then "
         "(voting strategies re-vote over the samples that fit; no round within N counts as wrong)."
+    ) if cost is None else (
+        "Each `@ $D` cell is the strategy's accuracy when every instance is stopped once its calls have cost D US "
+        "dollars (each call at the price of the model that answered it, cached prompt tokens at the cached-input "
+        "rate; D is one strategy's mean per instance), answering with what it had by then (voting strategies "
+        "re-vote over the samples that fit; no round within D counts as wrong)."
     )
     out = [f"### {title}", "", explanation, "", line(headers), "|" + "---|" * len(headers)]
     out += [line(r) for r in rows]

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ..extras import can_draw
-from ..records import Trajectory
-from .budget import usage_of
-from .executor import CellPlan, price_of
+from ..records import CallRecord, Trajectory
+from .budget import CallPrice, usage_of
+from .executor import CellPlan, price_of, price_records
 from .metrics import VerifierScore, score_judgements, summarise
 from .paired import RESAMPLES, PairedComparison, difference_text, p_text, pairwise
 from .spec import Experiment
@@ -240,11 +240,18 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
         "incomplete_cells": result.incomplete_cells, "pools": pools_json(pools),
         "paired": [{"model": m, "domain": d, "seed": s, **c.model_dump()} for (m, d, s), c in paired],
         "verifiers": [v.model_dump() for v in verifiers],
+        # Where each model's dollars come from: its `price`, the genai-prices table (and
+        # which), free (a local model) or unknown ($0).
+        "prices": price_records(experiment, experiment.models_used([p.cell for p in result.plans])),
     }
     _write(out / "results.json", json.dumps(payload, indent=2) + "\n")
     grouped = groups_of(result.plans)
+    # A group's calls in dollars, at the price of the model that answered each (its
+    # cells share their generator, and so their roles' models).
+    call_usd = {(p.cell.domain, p.cell.model, p.cell.seed): price_of(experiment, p.cell) for p in result.plans}
     panels = []
     budget_tables = []
+    dollar_tables = []
     pool_tables: list[str] = []
     for (domain, model, seed), groups in grouped.items():
         title = f"{domain} · {model}" + (f" · seed {seed}" if len(experiment.seeds) > 1 else "")
@@ -259,7 +266,15 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
             panels.append(FrontierPanel(title, points, frontier_curves(group_pools), frontier_note(group_pools)))
             pool_tables.append(pools_markdown(title, group_pools))
         if any(groups.values()):
-            budget_tables.append(matched_budget_markdown(title, {k: v for k, v in groups.items() if v}))
+            ran = {k: v for k, v in groups.items() if v}
+            budget_tables.append(matched_budget_markdown(title, ran))
+            usd = call_usd[(domain, model, seed)]
+
+            def cost(c: CallRecord, usd: CallPrice = usd) -> float:
+                return usd(c.role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens, c.reasoning_tokens)
+
+            if any(cost(c) > 0 for ts in ran.values() for t in ts for c in t.calls):
+                dollar_tables.append(matched_budget_markdown(title, ran, cost))
     if panels and can_draw("frontier.png"):
         plot_frontier(out / "frontier.png", panels)
     lines = [f"# {experiment.name}", ""]
@@ -268,11 +283,18 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
     lines += _markdown_table(TABLE_HEADERS, table_rows(rows))
     if result.stopped:
         lines += ["", f"Stopped early: {result.stopped}."]
+    if result.notes:
+        lines += ["", *(f"Note: {note}." for note in result.notes)]
     if result.incomplete_cells:
         lines += ["", f"Incomplete cells ({len(result.incomplete_cells)}): " + "; ".join(result.incomplete_cells) + "."]
     lines += ["", "## Accuracy at matched token budgets", "",
               "Accuracy vs mean tokens per instance, with the Pareto front: frontier.png.", ""]
     lines += budget_tables
+    if dollar_tables:
+        lines += ["## Accuracy at matched dollar budgets", "",
+                  "The same comparison in US dollars, each call at its model's price (results.json's `prices` says "
+                  "where each price came from).", ""]
+        lines += dollar_tables
     lines += pools_section([t for t in pool_tables if t])
     lines += paired_markdown(paired)
     lines += verifiers_markdown(verifiers)

@@ -26,7 +26,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -43,6 +43,9 @@ from ..errors import SpecError, VeriloopError
 from ..models.settings import ModelSettings
 from ..printable import UNSAFE, printable
 
+if TYPE_CHECKING:
+    from ..models.prices import Price, Rates
+
 # The roles a cell can give to another model, and the call roles (records.Role) each covers.
 ROLE_CALLS: dict[str, tuple[str, ...]] = {
     "verifier_model": ("verify",),  # an LLM verifier's judgements (verifier=llm, critic's tool-using checks)
@@ -58,17 +61,26 @@ class _Strict(BaseModel):
 
 
 class Prices(_Strict):
-    """US dollars per million tokens.
+    """US dollars per million tokens: a model's price as the user gives it, which comes
+    before any table's (an explicit `prompt = 0, completion = 0` is a price: free).
 
     Attributes:
         prompt: The price of a million prompt tokens, in US dollars (at least 0; default
             0: free).
-        completion: The price of a million completion tokens, in US dollars (at least 0;
-            default 0: free).
+        completion: The price of a million completion tokens, reasoning tokens included,
+            in US dollars (at least 0; default 0: free).
+        cached_prompt: The price of a million prompt tokens the provider read from its
+            prompt cache, in US dollars (at least 0; default None: at the `prompt` price).
     """
 
     prompt: float = Field(0.0, ge=0)
     completion: float = Field(0.0, ge=0)
+    cached_prompt: float | None = Field(None, ge=0)
+
+    def rates(self) -> Rates:
+        from ..models.prices import Rates
+
+        return Rates(self.prompt, self.completion, self.cached_prompt)
 
 
 class Roles(_Strict):
@@ -152,16 +164,19 @@ class ModelEntry(ModelSettings, Roles):
         cache: Whether the model's calls go through the call cache, so a call asked again
             is replayed instead of sent (default true); false: every call goes to the
             backend and none is stored.
-        price: What the model's calls cost, in US dollars per million `prompt` and
-            `completion` tokens, charged to the `max_usd` budgets and the results' `usd`
-            (default: both 0, free).
+        price: What the model's calls cost, in US dollars per million `prompt`,
+            `completion` and `cached_prompt` tokens, charged to the `max_usd` budgets and
+            the results' `usd` (default None: the price in the genai-prices table for an
+            `openai/`, `anthropic/` or `google/` model; free for a local model and for
+            `vllm/` and `ollama/`; else $0, with a warning naming the model). A price
+            given here comes first, `{prompt = 0, completion = 0}` making a model free.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
     cache: bool = True
-    price: Prices = Field(default_factory=lambda: Prices.model_validate({}))
+    price: Prices | None = None
 
     @field_validator("id")
     @classmethod
@@ -179,8 +194,12 @@ class ModelEntry(ModelSettings, Roles):
             f"an API: {', '.join(f'{name}/<model>' for name in PROVIDERS)} (with base_url where it needs one)"
         )
 
-    def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.price.prompt + completion_tokens * self.price.completion) / 1e6
+    def pricing(self, name: str | None = None) -> Price:
+        """How the model's calls are priced (models.prices): its `price`, else by its id;
+        `name`, its name under `models`, is what the note of an unpriced model names."""
+        from ..models.prices import price_for
+
+        return price_for(self.id, self.price.rates() if self.price is not None else None, name=name)
 
 
 class DomainEntry(_Strict):
@@ -324,9 +343,10 @@ class Budget(_Strict):
             role's calls counting (at least 0; default None: no cap).
         max_tokens: The most tokens, prompt and completion together, those calls may use
             (at least 0; default None: no cap).
-        max_usd: The most US dollars those calls may cost, each at the `price` of the
-            model that answered it (at least 0; default None: no cap). A model without a
-            price costs nothing.
+        max_usd: The most US dollars those calls may cost, each at the price of the
+            model that answered it: its `price`, else the genai-prices table's, cached
+            prompt tokens at the cached-input rate (at least 0; default None: no cap). A
+            local model, and one neither gives a price for, costs nothing.
     """
 
     max_calls: int | None = Field(None, ge=0)

@@ -618,7 +618,8 @@ class ServerModel:
         without /v1, say) names the URL that answered it."""
         body = exc.response.text
         if "model" in body.lower():
-            return f"the server does not know the model {self.name!r}"
+            return (f"the server does not know the model {self.name!r}; give --model {self.provider.prefix}/NAME with a "
+                    f"name the server at {self._url()} serves")
         url = self._url()
         return (
             f"the server at {url} answered {exc.status_code} {exc.response.reason_phrase} ({self._quote(body)}) "

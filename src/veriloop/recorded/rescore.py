@@ -309,7 +309,7 @@ async def rescore(
         judge: Model = model
         if budget is not None and budget.is_set():
             judge = MeteredModel(model, [Meter("rescore", budget, usage_of(done.values(), lambda *a: 0.0))],
-                                 lambda p, c: 0.0)
+                                 lambda *a: 0.0)
         new = await run_pairs(judge, domain, todo, out_dir, 0, total=len(recorded), concurrency=concurrency,
                               on_progress=on_progress, tools=tools)
         rescored = {**done, **{t.key: t for t in new}}
