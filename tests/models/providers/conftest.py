@@ -1,5 +1,13 @@
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import strategies as st
+
+from veriloop.models.base import Completion, GenParams
 
 # The keys and string values the native wire formats use, so that arbitrary JSON often has
 # the shape of an answer and reaches deep into the parsers, not only their first check.
@@ -28,3 +36,32 @@ def wire_json() -> st.SearchStrategy[object]:
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=6),
         max_leaves=40,
     )
+
+
+SHORT = GenParams(max_tokens=32)
+
+
+@pytest.fixture(scope="session")
+def calls_of() -> Callable[[Path], list[dict[str, Any]]]:
+    """The call records of a run directory, in order."""
+    def read(run_dir: Path) -> list[dict[str, Any]]:
+        rows = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+        return [call for row in rows for call in row["calls"]]
+
+    return read
+
+
+@pytest.fixture(scope="session")
+def generate() -> Callable[..., list[Completion]]:
+    """One call of a model (closed after it), as a strategy would make it."""
+    def call(model: Any, messages: list[dict[str, str]] | None = None,
+             params: GenParams = SHORT) -> list[Completion]:
+        async def go() -> list[Completion]:
+            try:
+                return list(await model.generate(messages or [{"role": "user", "content": "What is 3 + 4?"}], params))
+            finally:
+                await model.aclose()
+
+        return asyncio.run(go())
+
+    return call

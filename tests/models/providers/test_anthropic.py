@@ -1,8 +1,12 @@
 import json
 
 import pytest
+from helpers import veriloop
+from standins.anthropic import OVERLOADED, THINKING, AnthropicStandin
 
+import veriloop as vl
 from veriloop.errors import ContextOverflow, VeriloopError
+from veriloop.models import load_backend
 from veriloop.models.base import GenParams
 from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.anthropic import AnthropicProvider, claude_version
@@ -240,3 +244,66 @@ def test_a_refused_thinking_names_reasoning_effort() -> None:
 def test_a_404_about_the_path_is_left_to_the_transport() -> None:
     assert AnthropicProvider("claude-x").refusal(404, _error("not_found_error", "Not Found")) is None
     assert AnthropicProvider("claude-x").refusal(418, "I'm a teapot") is None
+
+
+# End to end, against the stand-in that enforces Anthropic's documented rules.
+
+def test_the_main_jobs_strategies_run_on_claude_with_thinking(tmp_path, calls_of) -> None:
+    with AnthropicStandin() as server:
+        proc = veriloop("run", "--model", "anthropic/claude-sonnet-4-5", "--base-url", server.base_url,
+                        "--api-key", server.key, "--reasoning-effort", "low", "-n", "2", "--k", "3",
+                        "--max-rounds", "2", "--out", str(tmp_path / "run"), home=tmp_path / "home")
+        sent = [seen.body for seen in server.requests if seen.path == "/v1/messages"]
+        billed = dict(server.billed)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("note:")]
+    assert "note: anthropic/claude-sonnet-4-5: asks for greedy decoding; with thinking on, claude-sonnet-4-5 " \
+           "samples at its default temperature" in notes
+    assert sent and all(body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and "temperature" not in body
+                        and {m["role"] for m in body["messages"]} <= {"user", "assistant"} for body in sent)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert list(config["model_limits"]) == ["anthropic/claude-sonnet-4-5"]
+    calls = calls_of(tmp_path / "run")
+    assert {call["reasoning"] for call in calls} == {THINKING}
+    assert all(call["sent"]["max_tokens"] > 2048 and "messages" not in call["sent"] for call in calls)
+    paid = sum(call["prompt_tokens"] + call["completion_tokens"] for call in calls if not call["cached"])
+    assert paid == billed["prompt_tokens"] + billed["completion_tokens"]
+
+
+def test_correct_reaches_claude_greedy_and_an_overload_is_retried(generate) -> None:
+    with AnthropicStandin() as server:
+        server.faults.append(OVERLOADED)
+        result = vl.correct(vl.model("anthropic/claude-3-5-haiku-latest", base_url=server.base_url,
+                                     api_key=server.key, cache=False),
+                            "What is 3 + 4?", lambda prompt, answer: "7" in answer, max_rounds=2)
+        bodies = [seen.body for seen in server.requests]
+    assert result.answer.endswith("Verdict: correct")
+    assert result.trajectory.calls[0].sent == {"model": "claude-3-5-haiku-latest", "max_tokens": bodies[-1]["max_tokens"],
+                                               "temperature": 0.0}
+    assert len(bodies) == 2 and bodies[0] == bodies[1]  # the 529 answered the first, the same request the second
+
+
+@pytest.mark.parametrize(("case", "error", "expected"), [
+    ("key", VeriloopError,
+     "Anthropic refused the API key ('invalid x-api-key'); set ANTHROPIC_API_KEY or VERILOOP_API_KEY or pass "
+     "--api-key"),
+    ("model", VeriloopError,
+     "Anthropic does not know the model 'claude-9' ('model: claude-9'); give an id it lists, e.g. "
+     "anthropic/claude-sonnet-4-5"),
+    ("context", ContextOverflow,
+     "prompt does not fit the context of claude-sonnet-4-5 ('prompt is too long: 53 tokens > 40 maximum')"),
+    ("thinking", VeriloopError,
+     "Anthropic refused thinking for 'claude-3-5-haiku-latest' (\"'claude-3-5-haiku-latest' does not support "
+     "thinking.\"); remove reasoning_effort for this model, or choose one that thinks"),
+])
+def test_the_stand_ins_refusals_end_in_one_line(case: str, error: type[Exception], expected: str, generate) -> None:
+    model = {"model": "claude-9", "thinking": "claude-3-5-haiku-latest"}.get(case, "claude-sonnet-4-5")
+    with AnthropicStandin(models={"claude-sonnet-4-5": (40, 64_000, True),
+                                  "claude-3-5-haiku-latest": (200_000, 8_192, False)}) as server:
+        backend = load_backend(f"anthropic/{model}", base_url=server.base_url,
+                               api_key="wrong-key" if case == "key" else server.key,
+                               reasoning_effort="low" if case == "thinking" else None)
+        words = [{"role": "user", "content": "word " * 50}] if case == "context" else None
+        with pytest.raises(error) as info:
+            generate(backend, words, GenParams(max_tokens=4))
+    assert type(info.value) is error and str(info.value) == expected
