@@ -1,8 +1,12 @@
 import json
 
 import pytest
+from helpers import veriloop
+from standins.google import THOUGHT, THOUGHT_TOKENS, GoogleStandin
 
+import veriloop as vl
 from veriloop.errors import ContextOverflow, VeriloopError
+from veriloop.models import load_backend
 from veriloop.models.base import GenParams, TokenLogprob
 from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.google import GoogleProvider
@@ -189,3 +193,84 @@ def test_a_refused_thinking_names_reasoning_effort() -> None:
 
 def test_a_transient_status_is_left_to_the_transport() -> None:
     assert GoogleProvider("gemini-9").refusal(429, _error(429, "RESOURCE_EXHAUSTED", "Quota exceeded")) is None
+
+
+# End to end, against the stand-in that enforces Gemini's documented rules.
+
+def test_the_main_jobs_strategies_run_on_gemini_with_thinking(tmp_path, calls_of) -> None:
+    with GoogleStandin() as server:
+        proc = veriloop("run", "--model", "google/gemini-2.5-flash", "--base-url", server.base_url,
+                        "--api-key", server.key, "--reasoning-effort", "low", "-n", "2", "--k", "3",
+                        "--max-rounds", "2", "--out", str(tmp_path / "run"), home=tmp_path / "home")
+        configs = [seen.body["generationConfig"] for seen in server.requests]
+        billed = dict(server.billed)
+    assert proc.returncode == 0, proc.stderr
+    assert configs and all(c["thinkingConfig"] == {"thinkingBudget": 2048, "includeThoughts": True} for c in configs)
+    calls = calls_of(tmp_path / "run")
+    assert {call["reasoning"] for call in calls} == {THOUGHT}
+    assert {call["reasoning_tokens"] for call in calls} == {THOUGHT_TOKENS}
+    assert all(call["sent"]["generationConfig"]["maxOutputTokens"] > 2048 for call in calls)
+    paid = sum(call["prompt_tokens"] + call["completion_tokens"] for call in calls if not call["cached"])
+    assert paid == billed["prompt_tokens"] + billed["completion_tokens"]
+
+
+def test_k_samples_go_as_candidates_eight_a_request_and_replay_from_the_cache(tmp_path, calls_of) -> None:
+    def sampling(server: GoogleStandin, out: str) -> None:
+        proc = veriloop("run", "--model", "google/gemini-2.0-flash", "--base-url", server.base_url,
+                        "--api-key", server.key, "-s", "self-consistency", "--k", "15", "-n", "2",
+                        "--out", str(tmp_path / out), home=tmp_path / "home")
+        assert proc.returncode == 0, proc.stderr
+
+    with GoogleStandin() as server:
+        sampling(server, "together")
+        sampling(server, "again")  # the cache answers every sample
+        counts = [seen.body["generationConfig"].get("candidateCount", 1) for seen in server.requests]
+        billed = dict(server.billed)
+    assert sorted(counts) == [7, 7, 8, 8] and billed["requests"] == 4  # 2 tasks x (8 + 7) samples
+    together = calls_of(tmp_path / "together")
+    assert [c["sample_index"] for c in together] == list(range(15)) * 2
+    assert sum(c["prompt_tokens"] for c in together) == billed["prompt_tokens"]
+    assert [c["cached"] for c in calls_of(tmp_path / "again")] == [True] * 30
+
+
+def test_correct_reaches_gemini() -> None:
+    with GoogleStandin() as server:
+        result = vl.correct(vl.model("google/gemini-2.0-flash", base_url=server.base_url, api_key=server.key,
+                                     cache=False),
+                            "What is 3 + 4?", lambda prompt, answer: "7" in answer, max_rounds=2)
+    assert result.answer.endswith("Verdict: correct")
+    assert result.trajectory.calls[0].sent["generationConfig"]["temperature"] == 0.0
+
+
+@pytest.mark.parametrize(("case", "error", "expected"), [
+    ("key", VeriloopError,
+     "Gemini refused the API key ('API key not valid. Please pass a valid API key.'); set GEMINI_API_KEY or "
+     "GOOGLE_API_KEY or VERILOOP_API_KEY or pass --api-key"),
+    ("no key", VeriloopError,
+     "Gemini refused the API key (\"Method doesn't allow unregistered callers (callers without established identity). "
+     "Please use API Key or other form of API consumer identity to call this API.\"); set GEMINI_API_KEY or "
+     "GOOGLE_API_KEY or VERILOOP_API_KEY or pass --api-key"),
+    ("model", VeriloopError,
+     "Gemini does not know the model 'gemini-9' ('models/gemini-9 is not found for API version v1beta, or is not "
+     "supported for generateContent. Call ListModels to see ...'); give an id it lists, e.g. "
+     "google/gemini-2.5-flash"),
+    ("context", ContextOverflow,
+     "prompt does not fit the context of gemini-2.5-flash ('The input token count (53) exceeds the maximum number of "
+     "tokens allowed (40).')"),
+    ("thinking", VeriloopError,
+     "Gemini refused thinking for 'gemini-2.0-flash' ('Thinking is not supported by this model.'); remove "
+     "reasoning_effort for this model"),
+])
+def test_the_stand_ins_refusals_end_in_one_line(case: str, error: type[Exception], expected: str, generate,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("VERILOOP_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    model = {"model": "gemini-9", "thinking": "gemini-2.0-flash"}.get(case, "gemini-2.5-flash")
+    with GoogleStandin(models={"gemini-2.5-flash": (40, 65_536), "gemini-2.0-flash": (1_048_576, 8_192)}) as server:
+        key = {"key": "wrong-key", "no key": None}.get(case, server.key)
+        backend = load_backend(f"google/{model}", base_url=server.base_url, api_key=key,
+                               reasoning_effort="low" if case == "thinking" else None)
+        words = [{"role": "user", "content": "word " * 50}] if case == "context" else None
+        with pytest.raises(error) as info:
+            generate(backend, words, GenParams(max_tokens=4))
+    assert type(info.value) is error and str(info.value) == expected
