@@ -1,8 +1,13 @@
 import json
 
 import pytest
+from helpers import veriloop
+from standins.ollama import THINKING as STANDIN_THINKING
+from standins.ollama import OllamaStandin
 
+import veriloop as vl
 from veriloop.errors import ContextOverflow, VeriloopError
+from veriloop.models import load_backend
 from veriloop.models.base import GenParams, TokenLogprob
 from veriloop.models.providers import PROVIDERS, Damaged, WrongShape
 from veriloop.models.providers.ollama import OllamaProvider
@@ -89,3 +94,42 @@ def test_refusals_are_one_line_naming_the_fix(status: int, error_text: str, erro
                                               message: str) -> None:
     refused = OllamaProvider("llama9").refusal(status, json.dumps({"error": error_text}))
     assert type(refused) is error and str(refused) == message
+
+
+# End to end, against the stand-in that plays Ollama's /api/chat.
+
+def test_the_main_jobs_strategies_run_on_ollama_with_thinking(tmp_path, calls_of) -> None:
+    with OllamaStandin() as server:
+        proc = veriloop("run", "--model", "ollama/qwen3", "--base-url", server.base_url, "--reasoning-effort",
+                        "medium", "-n", "2", "--k", "3", "--max-rounds", "2", "--seed", "5",
+                        "--out", str(tmp_path / "run"), home=tmp_path / "home")
+        bodies = [seen.body for seen in server.requests]
+        billed = dict(server.billed)
+    assert proc.returncode == 0, proc.stderr
+    assert bodies and all(body["think"] == "medium" and body["stream"] is False for body in bodies)
+    calls = calls_of(tmp_path / "run")
+    assert {call["reasoning"] for call in calls} == {STANDIN_THINKING}
+    paid = sum(call["prompt_tokens"] + call["completion_tokens"] for call in calls if not call["cached"])
+    assert paid == billed["prompt_tokens"] + billed["completion_tokens"]
+
+
+def test_correct_reaches_ollama() -> None:
+    with OllamaStandin() as server:
+        result = vl.correct(vl.model("ollama/llama3.2", base_url=server.base_url, cache=False),
+                            "What is 3 + 4?", lambda prompt, answer: "7" in answer, max_rounds=2)
+    assert result.answer.endswith("Verdict: correct")
+    assert result.trajectory.calls[0].sent["options"]["temperature"] == 0.0
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    ("model", "Ollama does not have the model 'llama9'; run `ollama pull llama9` on the server, then re-run"),
+    ("thinking", "'llama3.2' does not think ('\"llama3.2\" does not support thinking'); remove reasoning_effort for "
+                 "this model, or choose one that thinks"),
+])
+def test_the_stand_ins_refusals_end_in_one_line(case: str, expected: str, generate) -> None:
+    with OllamaStandin() as server:
+        backend = load_backend("ollama/llama9" if case == "model" else "ollama/llama3.2", base_url=server.base_url,
+                               reasoning_effort="low" if case == "thinking" else None)
+        with pytest.raises(VeriloopError) as info:
+            generate(backend)
+    assert str(info.value) == expected

@@ -1,8 +1,12 @@
 import json
 
 import pytest
+from helpers import veriloop
+from standins.vllm import REASONING, VLLMStandin
 
+import veriloop as vl
 from veriloop.errors import ContextOverflow, VeriloopError
+from veriloop.models import load_backend
 from veriloop.models.base import GenParams
 from veriloop.models.providers import PROVIDERS
 from veriloop.models.providers.vllm import VLLMProvider
@@ -79,3 +83,54 @@ def test_refusals_are_one_line_naming_the_fix(status: int, body: object, error: 
 
 def test_other_refusals_are_left_to_the_transport() -> None:
     assert VLLMProvider("m").refusal(400, json.dumps({"object": "error", "message": "top_p must be in (0, 1]"})) is None
+
+
+# End to end, against the stand-in that plays vLLM's OpenAI-compatible server.
+
+def test_k_samples_of_a_reasoning_model_in_one_request_with_prefix_caching(tmp_path, calls_of) -> None:
+    with VLLMStandin() as server:
+        proc = veriloop("run", "--model", "vllm/Qwen/Qwen3-8B", "--base-url", server.base_url, "--api-key",
+                        server.key, "--reasoning-effort", "high", "-s", "self-consistency", "--k", "15", "-n", "2",
+                        "--out", str(tmp_path / "run"), home=tmp_path / "home")
+        bodies = [seen.body for seen in server.requests]
+        billed = dict(server.billed)
+    assert proc.returncode == 0, proc.stderr
+    assert [body["n"] for body in bodies] == [15, 15] and billed["requests"] == 2
+    assert all(body["reasoning_effort"] == "high" and body["chat_template_kwargs"] == {"enable_thinking": True}
+               for body in bodies)
+    calls = calls_of(tmp_path / "run")
+    assert [c["sample_index"] for c in calls] == list(range(15)) * 2
+    assert {c["reasoning"] for c in calls} == {REASONING}
+    assert sum(c["prompt_tokens"] for c in calls) == billed["prompt_tokens"]
+    assert sum(c["cached_prompt_tokens"] for c in calls) > 0  # the second task's prompt shares the first's prefix
+
+
+def test_the_main_jobs_strategies_and_correct_reach_vllm(tmp_path) -> None:
+    with VLLMStandin() as server:
+        proc = veriloop("run", "--model", "vllm/Qwen/Qwen2.5-1.5B-Instruct", "--base-url", server.base_url,
+                        "--api-key", server.key, "-n", "2", "--k", "3", "--max-rounds", "2",
+                        "--out", str(tmp_path / "run"), home=tmp_path / "home")
+        result = vl.correct(vl.model("vllm/Qwen/Qwen2.5-1.5B-Instruct", base_url=server.base_url, api_key=server.key,
+                                     cache=False),
+                            "What is 3 + 4?", lambda prompt, answer: "7" in answer, max_rounds=2)
+    assert proc.returncode == 0, proc.stderr
+    assert result.answer.endswith("Verdict: correct")
+    assert result.trajectory.calls[0].sent["temperature"] == 0.0
+
+
+@pytest.mark.parametrize(("case", "error", "expected"), [
+    ("key", VeriloopError,
+     "The vLLM server refused the API key ('Unauthorized'); set VLLM_API_KEY or VERILOOP_API_KEY or pass --api-key"),
+    ("model", VeriloopError,
+     "the vLLM server does not serve the model 'Qwen9' ('The model `Qwen9` does not exist.'); give the name "
+     "GET /v1/models lists (its --served-model-name)"),
+    ("context", ContextOverflow, "prompt does not fit the context of Qwen/Qwen3-8B"),
+])
+def test_the_stand_ins_refusals_end_in_one_line(case: str, error: type[Exception], expected: str, generate) -> None:
+    with VLLMStandin(models={"Qwen/Qwen3-8B": 40}) as server:
+        backend = load_backend("vllm/Qwen9" if case == "model" else "vllm/Qwen/Qwen3-8B", base_url=server.base_url,
+                               api_key="wrong-key" if case == "key" else server.key)
+        words = [{"role": "user", "content": "word " * 50}] if case == "context" else None
+        with pytest.raises(error) as info:
+            generate(backend, words, GenParams(max_tokens=4))
+    assert type(info.value) is error and str(info.value).startswith(expected) and "\n" not in str(info.value)
