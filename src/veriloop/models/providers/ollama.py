@@ -17,7 +17,9 @@ no `think` is sent: the model thinks as it does by default.
 What an answer becomes: message.content is the text, message.thinking the reasoning;
 done_reason is the finish reason ("stop", "length" kept); prompt_eval_count and eval_count
 are the tokens (eval_count includes the thinking; Ollama does not count it apart, so
-reasoning_tokens stays 0).
+reasoning_tokens stays 0). prompt_eval_count counts only the prompt tokens evaluated anew:
+a prefix Ollama kept from the call before is in no count (and the field is left out when
+nothing was evaluated: 0).
 """
 
 from __future__ import annotations
