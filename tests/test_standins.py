@@ -13,6 +13,8 @@ import pytest
 from servers import SERVER_REPLY
 from standins.anthropic import OVERLOADED, THINKING_TOKENS, AnthropicStandin, rate_limited
 from standins.base import call, iter_jsonl
+from standins.google import OVERLOADED as GOOGLE_OVERLOADED
+from standins.google import THOUGHT_TOKENS, GoogleStandin, exhausted
 from standins.openai import OpenAIStandin
 
 USER = [{"role": "user", "content": "What is 3 + 4?"}]  # 5 words + 3 = 8 prompt tokens
@@ -366,3 +368,81 @@ def test_anthropic_batch_results_succeeded_errored_expired_and_canceled():
         assert [job.custom_ids for job in s.batches] == [["a", "b"], ["r0", "r1", "r2"], ["c"]]
         assert claude(s, {"requests": [{"custom_id": "has space", "params": ok}]}, path="/v1/messages/batches") == (
             400, claude_error("requests.0.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"))
+
+
+# ---------------------------------------------------------------- Google
+
+CONTENTS = [{"role": "user", "parts": [{"text": "What is 3 + 4?"}]}]
+
+
+def gemini(s: GoogleStandin, model: str, body: Any, key: str | None = "header") -> tuple[int, Any]:
+    url = s.base_url + f"/v1beta/models/{model}:generateContent"
+    headers = {"x-goog-api-key": s.key} if key == "header" else {}
+    if key not in (None, "header"):
+        url += f"?key={key}"
+    status, data, _ = call(url, body, headers=headers)
+    return status, data
+
+
+def google_error(code: int, status: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+def test_google_answers_candidates_with_thoughts_first_when_asked():
+    with GoogleStandin(reply=numbered) as s:
+        status, data = gemini(s, "gemini-2.5-flash", {
+            "contents": CONTENTS, "systemInstruction": {"parts": [{"text": "Be brief."}]},
+            "generationConfig": {"candidateCount": 2, "seed": 3, "thinkingConfig": {"includeThoughts": True}}})
+        assert status == 200
+        assert [[p.get("thought", False) for p in c["content"]["parts"]] for c in data["candidates"]] == [
+            [True, False], [True, False]]
+        assert [c["content"]["parts"][1]["text"] for c in data["candidates"]] == ["Answer: 0", "Answer: 1"]
+        assert data["usageMetadata"] == {"promptTokenCount": 13, "candidatesTokenCount": 4,
+                                         "thoughtsTokenCount": 2 * THOUGHT_TOKENS, "totalTokenCount": 97,
+                                         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 13}]}
+        assert s.billed == {"requests": 1, "prompt_tokens": 13, "completion_tokens": 84}
+        # The thinking spends maxOutputTokens first; a candidate left without text has no parts.
+        status, data = gemini(s, "gemini-2.5-flash", {"contents": CONTENTS, "generationConfig": {
+            "maxOutputTokens": 30}}, key=s.key)
+        assert data["candidates"][0] == {"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}
+        status, data = gemini(s, "gemini-2.0-flash", {"contents": CONTENTS, "generationConfig": {
+            "maxOutputTokens": 1, "responseLogprobs": True, "logprobs": 2}})
+        assert data["candidates"][0]["content"]["parts"] == [{"text": "Answer:"}]
+        assert data["candidates"][0]["logprobsResult"]["chosenCandidates"] == [
+            {"token": "Answer:", "logProbability": 0.0}]
+        assert "thoughtsTokenCount" not in data["usageMetadata"]
+
+
+@pytest.mark.parametrize("model, body, key, status, refusal", [
+    ("gemini-2.5-flash", {"contents": CONTENTS}, None, 403, google_error(
+        403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). "
+        "Please use API Key or other form of API consumer identity to call this API.")),
+    ("gemini-9", {"contents": CONTENTS}, "header", 404, google_error(
+        404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta, or is not supported for "
+        "generateContent. Call ListModels to see the list of available models and their supported methods.")),
+    ("gemini-2.5-flash", {"contents": [{"role": "system", "parts": [{"text": "x"}]}]}, "header", 400,
+     google_error(400, "INVALID_ARGUMENT", "Please use a valid role: user, model.")),
+    ("gemini-2.5-flash", {"contents": CONTENTS, "n": 2}, "header", 400,
+     google_error(400, "INVALID_ARGUMENT", 'Invalid JSON payload received. Unknown name "n": Cannot find field.')),
+    ("gemini-2.5-pro", {"contents": CONTENTS, "generationConfig": {"thinkingConfig": {"thinkingBudget": 0}}},
+     "header", 400, google_error(400, "INVALID_ARGUMENT", "Budget 0 is invalid. This model only works in thinking "
+                                                          "mode.")),
+])
+def test_google_refuses_what_gemini_refuses(model, body, key, status, refusal):
+    with GoogleStandin() as s:
+        assert gemini(s, model, body, key=key) == (status, refusal)
+
+
+def test_google_bad_key_context_overflow_and_faults():
+    with GoogleStandin(models={"gemini-2.5-flash": (5, 100)}) as s:
+        status, data = gemini(s, "gemini-2.5-flash", {"contents": CONTENTS}, key="wrong")
+        assert (status, data["error"]["message"], data["error"]["status"]) == (
+            400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
+        assert gemini(s, "gemini-2.5-flash", {"contents": CONTENTS}) == (400, google_error(
+            400, "INVALID_ARGUMENT", "The input token count (8) exceeds the maximum number of tokens allowed (5)."))
+        s.faults += [GOOGLE_OVERLOADED, exhausted(7)]
+        assert gemini(s, "gemini-2.5-flash", {}) == (503, google_error(
+            503, "UNAVAILABLE", "The model is overloaded. Please try again later."))
+        status, data = gemini(s, "gemini-2.5-flash", {})
+        assert (status, data["error"]["details"][0]["retryDelay"]) == (429, "7s")
+        assert "key" not in s.requests[0].query and "x-goog-api-key" not in s.requests[1].headers
