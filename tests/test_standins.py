@@ -15,7 +15,11 @@ from standins.anthropic import OVERLOADED, THINKING_TOKENS, AnthropicStandin, ra
 from standins.base import call, iter_jsonl
 from standins.google import OVERLOADED as GOOGLE_OVERLOADED
 from standins.google import THOUGHT_TOKENS, GoogleStandin, exhausted
+from standins.ollama import THINKING as OLLAMA_THINKING
+from standins.ollama import OllamaStandin
 from standins.openai import OpenAIStandin
+from standins.vllm import REASONING as VLLM_REASONING
+from standins.vllm import VLLMStandin
 
 USER = [{"role": "user", "content": "What is 3 + 4?"}]  # 5 words + 3 = 8 prompt tokens
 REPLY_WORDS = len(SERVER_REPLY.split())  # 15
@@ -446,3 +450,87 @@ def test_google_bad_key_context_overflow_and_faults():
         status, data = gemini(s, "gemini-2.5-flash", {})
         assert (status, data["error"]["details"][0]["retryDelay"]) == (429, "7s")
         assert "key" not in s.requests[0].query and "x-goog-api-key" not in s.requests[1].headers
+
+
+# ---------------------------------------------------------------- Ollama
+
+
+def test_ollama_answers_without_a_key_and_streams_unless_told_not_to():
+    with OllamaStandin() as s:
+        status, data, _ = call(s.base_url + "/api/chat", {"model": "qwen3", "messages": USER, "stream": False,
+                                                          "think": True, "options": {"seed": 1, "temperature": 0}},
+                               headers={"Authorization": "Bearer anything"})
+        assert status == 200
+        assert data["message"] == {"role": "assistant", "content": SERVER_REPLY, "thinking": OLLAMA_THINKING}
+        assert (data["done"], data["done_reason"], data["prompt_eval_count"], data["eval_count"]) == (
+            True, "stop", 8, 8 + REPLY_WORDS)
+        status, text, headers = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER})
+        assert headers["content-type"] == "application/x-ndjson"
+        stream = list(iter_jsonl(text))
+        assert [c["done"] for c in stream] == [False] * REPLY_WORDS + [True]
+        assert "".join(c["message"]["content"] for c in stream).split() == SERVER_REPLY.split()
+        status, data, _ = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "stream": False,
+                                                          "options": {"num_predict": 2, "num_ctx": 4}})
+        assert (data["message"]["content"], data["done_reason"], data["prompt_eval_count"]) == ("Step 1:", "length", 4)
+        assert s.truncated == 1
+        assert s.billed == {"requests": 3, "prompt_tokens": 20, "completion_tokens": 8 + 2 * REPLY_WORDS + 2}
+
+
+def test_ollama_refusals_and_model_list():
+    with OllamaStandin() as s:
+        assert call(s.base_url + "/api/chat", {"model": "mistral", "messages": USER, "stream": False})[:2] == (
+            404, {"error": 'model "mistral" not found, try pulling it first'})
+        assert call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "think": "high",
+                                               "stream": False})[:2] == (
+            400, {"error": '"llama3.2" does not support thinking'})
+        status, tags, _ = call(s.base_url + "/api/tags")
+        assert [m["name"] for m in tags["models"]] == ["llama3.2:latest", "qwen3:latest", "gpt-oss:20b"]
+        assert call(s.base_url + "/v1/api/chat", {})[:2] == (404, "404 page not found")
+
+
+def test_ollama_prompt_eval_count_leaves_out_cached_tokens():
+    with OllamaStandin(prefix_cache=True) as s:
+        for expected in (8, None):
+            _, data, _ = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "stream": False})
+            assert data.get("prompt_eval_count") == expected
+
+
+# ---------------------------------------------------------------- vLLM
+
+
+def vllm(s: VLLMStandin, body: Any, path: str = "/chat/completions") -> tuple[int, Any]:
+    status, data, _ = call(s.base_url + path, body, headers={"Authorization": f"Bearer {s.key}"})
+    return status, data
+
+
+def test_vllm_answers_n_reasoning_and_reports_the_cached_prefix():
+    with VLLMStandin(reply=numbered) as s:
+        status, data = vllm(s, {"model": "Qwen/Qwen3-8B", "messages": USER, "n": 2, "seed": 0, "top_k": 20,
+                                "max_tokens": 100})
+        assert status == 200
+        assert [c["message"]["content"] for c in data["choices"]] == ["Answer: 0", "Answer: 1"]
+        assert data["choices"][0]["message"]["reasoning_content"] == VLLM_REASONING
+        assert data["choices"][0]["message"]["reasoning"] == VLLM_REASONING
+        reasoning = len(VLLM_REASONING.split())
+        assert data["usage"] == {"prompt_tokens": 8, "completion_tokens": 2 * (reasoning + 2),
+                                 "total_tokens": 8 + 2 * (reasoning + 2), "prompt_tokens_details": {"cached_tokens": 0}}
+        longer = [*USER, {"role": "assistant", "content": "7"}, {"role": "user", "content": "Sure?"}]
+        status, data = vllm(s, {"model": "Qwen/Qwen2.5-1.5B-Instruct", "messages": longer, "logprobs": True})
+        assert data["usage"]["prompt_tokens_details"] == {"cached_tokens": 8}
+        assert data["choices"][0]["message"]["reasoning_content"] is None
+        assert data["choices"][0]["logprobs"]["content"][0]["token"] == "Answer:"
+        assert s.billed == {"requests": 2, "prompt_tokens": 8 + 16, "completion_tokens": 2 * (reasoning + 2) + 2}
+
+
+def test_vllm_errors_have_vllms_shape():
+    with VLLMStandin(models={"Qwen/Qwen3-8B": 20}) as s:
+        assert vllm(s, {"model": "Qwen/Qwen3-8B", "messages": USER, "max_tokens": 15}) == (400, {
+            "object": "error", "message": "This model's maximum context length is 20 tokens. However, you requested "
+            "23 tokens (8 in the messages, 15 in the completion). Please reduce the length of the messages or "
+            "completion.", "type": "BadRequestError", "param": None, "code": 400})
+        assert vllm(s, {"model": "llama", "messages": USER}) == (404, {
+            "object": "error", "message": "The model `llama` does not exist.", "type": "NotFoundError", "param": None,
+            "code": 404})
+        assert vllm(s, {"input_file_id": "file-1"}, path="/batches") == (404, {"detail": "Not Found"})
+        assert call(s.base_url + "/chat/completions", {"model": "Qwen/Qwen3-8B", "messages": USER},
+                    headers={"Authorization": "Bearer wrong"})[:2] == (401, {"error": "Unauthorized"})

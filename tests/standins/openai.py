@@ -165,7 +165,7 @@ class OpenAIStandin(Standin):
         prompt = prompt_words([m.get("content") for m in messages])
         self.check_context(model, len(prompt), limit)
         cached = self.cached(prompt)
-        reasoning = EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if is_reasoning(model) else 0
+        reasoning = self.reasoning_tokens(model, body)
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
         choices, completion, reasoning_total = [], 0, 0
@@ -184,6 +184,10 @@ class OpenAIStandin(Standin):
                  "total_tokens": len(prompt) + completion, **self.usage_details(cached, reasoning_total)}
         return Answer(200, {"id": self.next_id("chatcmpl-"), "object": "chat.completion", "created": self.tick(),
                             "model": model, "choices": choices, "usage": usage, **self.extra_fields()})
+
+    def reasoning_tokens(self, model: str, body: dict[str, Any]) -> int:
+        """What one sample spends reasoning."""
+        return EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if is_reasoning(model) else 0
 
     def extra_fields(self) -> dict[str, Any]:
         return {"service_tier": "default", "system_fingerprint": "fp_standin"}
