@@ -13,7 +13,13 @@ import pytest
 from servers import SERVER_REPLY
 from standins.anthropic import OVERLOADED, THINKING_TOKENS, AnthropicStandin, rate_limited
 from standins.base import call, iter_jsonl
+from standins.google import OVERLOADED as GOOGLE_OVERLOADED
+from standins.google import THOUGHT_TOKENS, GoogleStandin, exhausted
+from standins.ollama import THINKING as OLLAMA_THINKING
+from standins.ollama import OllamaStandin
 from standins.openai import OpenAIStandin
+from standins.vllm import REASONING as VLLM_REASONING
+from standins.vllm import VLLMStandin
 
 USER = [{"role": "user", "content": "What is 3 + 4?"}]  # 5 words + 3 = 8 prompt tokens
 REPLY_WORDS = len(SERVER_REPLY.split())  # 15
@@ -366,3 +372,165 @@ def test_anthropic_batch_results_succeeded_errored_expired_and_canceled():
         assert [job.custom_ids for job in s.batches] == [["a", "b"], ["r0", "r1", "r2"], ["c"]]
         assert claude(s, {"requests": [{"custom_id": "has space", "params": ok}]}, path="/v1/messages/batches") == (
             400, claude_error("requests.0.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"))
+
+
+# ---------------------------------------------------------------- Google
+
+CONTENTS = [{"role": "user", "parts": [{"text": "What is 3 + 4?"}]}]
+
+
+def gemini(s: GoogleStandin, model: str, body: Any, key: str | None = "header") -> tuple[int, Any]:
+    url = s.base_url + f"/v1beta/models/{model}:generateContent"
+    headers = {"x-goog-api-key": s.key} if key == "header" else {}
+    if key not in (None, "header"):
+        url += f"?key={key}"
+    status, data, _ = call(url, body, headers=headers)
+    return status, data
+
+
+def google_error(code: int, status: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+def test_google_answers_candidates_with_thoughts_first_when_asked():
+    with GoogleStandin(reply=numbered) as s:
+        status, data = gemini(s, "gemini-2.5-flash", {
+            "contents": CONTENTS, "systemInstruction": {"parts": [{"text": "Be brief."}]},
+            "generationConfig": {"candidateCount": 2, "seed": 3, "thinkingConfig": {"includeThoughts": True}}})
+        assert status == 200
+        assert [[p.get("thought", False) for p in c["content"]["parts"]] for c in data["candidates"]] == [
+            [True, False], [True, False]]
+        assert [c["content"]["parts"][1]["text"] for c in data["candidates"]] == ["Answer: 0", "Answer: 1"]
+        assert data["usageMetadata"] == {"promptTokenCount": 13, "candidatesTokenCount": 4,
+                                         "thoughtsTokenCount": 2 * THOUGHT_TOKENS, "totalTokenCount": 97,
+                                         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 13}]}
+        assert s.billed == {"requests": 1, "prompt_tokens": 13, "completion_tokens": 84}
+        # The thinking spends maxOutputTokens first; a candidate left without text has no parts.
+        status, data = gemini(s, "gemini-2.5-flash", {"contents": CONTENTS, "generationConfig": {
+            "maxOutputTokens": 30}}, key=s.key)
+        assert data["candidates"][0] == {"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}
+        status, data = gemini(s, "gemini-2.0-flash", {"contents": CONTENTS, "generationConfig": {
+            "maxOutputTokens": 1, "responseLogprobs": True, "logprobs": 2}})
+        assert data["candidates"][0]["content"]["parts"] == [{"text": "Answer:"}]
+        assert data["candidates"][0]["logprobsResult"]["chosenCandidates"] == [
+            {"token": "Answer:", "logProbability": 0.0}]
+        assert "thoughtsTokenCount" not in data["usageMetadata"]
+
+
+@pytest.mark.parametrize("model, body, key, status, refusal", [
+    ("gemini-2.5-flash", {"contents": CONTENTS}, None, 403, google_error(
+        403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). "
+        "Please use API Key or other form of API consumer identity to call this API.")),
+    ("gemini-9", {"contents": CONTENTS}, "header", 404, google_error(
+        404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta, or is not supported for "
+        "generateContent. Call ListModels to see the list of available models and their supported methods.")),
+    ("gemini-2.5-flash", {"contents": [{"role": "system", "parts": [{"text": "x"}]}]}, "header", 400,
+     google_error(400, "INVALID_ARGUMENT", "Please use a valid role: user, model.")),
+    ("gemini-2.5-flash", {"contents": CONTENTS, "n": 2}, "header", 400,
+     google_error(400, "INVALID_ARGUMENT", 'Invalid JSON payload received. Unknown name "n": Cannot find field.')),
+    ("gemini-2.5-pro", {"contents": CONTENTS, "generationConfig": {"thinkingConfig": {"thinkingBudget": 0}}},
+     "header", 400, google_error(400, "INVALID_ARGUMENT", "Budget 0 is invalid. This model only works in thinking "
+                                                          "mode.")),
+])
+def test_google_refuses_what_gemini_refuses(model, body, key, status, refusal):
+    with GoogleStandin() as s:
+        assert gemini(s, model, body, key=key) == (status, refusal)
+
+
+def test_google_bad_key_context_overflow_and_faults():
+    with GoogleStandin(models={"gemini-2.5-flash": (5, 100)}) as s:
+        status, data = gemini(s, "gemini-2.5-flash", {"contents": CONTENTS}, key="wrong")
+        assert (status, data["error"]["message"], data["error"]["status"]) == (
+            400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
+        assert gemini(s, "gemini-2.5-flash", {"contents": CONTENTS}) == (400, google_error(
+            400, "INVALID_ARGUMENT", "The input token count (8) exceeds the maximum number of tokens allowed (5)."))
+        s.faults += [GOOGLE_OVERLOADED, exhausted(7)]
+        assert gemini(s, "gemini-2.5-flash", {}) == (503, google_error(
+            503, "UNAVAILABLE", "The model is overloaded. Please try again later."))
+        status, data = gemini(s, "gemini-2.5-flash", {})
+        assert (status, data["error"]["details"][0]["retryDelay"]) == (429, "7s")
+        assert "key" not in s.requests[0].query and "x-goog-api-key" not in s.requests[1].headers
+
+
+# ---------------------------------------------------------------- Ollama
+
+
+def test_ollama_answers_without_a_key_and_streams_unless_told_not_to():
+    with OllamaStandin() as s:
+        status, data, _ = call(s.base_url + "/api/chat", {"model": "qwen3", "messages": USER, "stream": False,
+                                                          "think": True, "options": {"seed": 1, "temperature": 0}},
+                               headers={"Authorization": "Bearer anything"})
+        assert status == 200
+        assert data["message"] == {"role": "assistant", "content": SERVER_REPLY, "thinking": OLLAMA_THINKING}
+        assert (data["done"], data["done_reason"], data["prompt_eval_count"], data["eval_count"]) == (
+            True, "stop", 8, 8 + REPLY_WORDS)
+        status, text, headers = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER})
+        assert headers["content-type"] == "application/x-ndjson"
+        stream = list(iter_jsonl(text))
+        assert [c["done"] for c in stream] == [False] * REPLY_WORDS + [True]
+        assert "".join(c["message"]["content"] for c in stream).split() == SERVER_REPLY.split()
+        status, data, _ = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "stream": False,
+                                                          "options": {"num_predict": 2, "num_ctx": 4}})
+        assert (data["message"]["content"], data["done_reason"], data["prompt_eval_count"]) == ("Step 1:", "length", 4)
+        assert s.truncated == 1
+        assert s.billed == {"requests": 3, "prompt_tokens": 20, "completion_tokens": 8 + 2 * REPLY_WORDS + 2}
+
+
+def test_ollama_refusals_and_model_list():
+    with OllamaStandin() as s:
+        assert call(s.base_url + "/api/chat", {"model": "mistral", "messages": USER, "stream": False})[:2] == (
+            404, {"error": 'model "mistral" not found, try pulling it first'})
+        assert call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "think": "high",
+                                               "stream": False})[:2] == (
+            400, {"error": '"llama3.2" does not support thinking'})
+        status, tags, _ = call(s.base_url + "/api/tags")
+        assert [m["name"] for m in tags["models"]] == ["llama3.2:latest", "qwen3:latest", "gpt-oss:20b"]
+        assert call(s.base_url + "/v1/api/chat", {})[:2] == (404, "404 page not found")
+
+
+def test_ollama_prompt_eval_count_leaves_out_cached_tokens():
+    with OllamaStandin(prefix_cache=True) as s:
+        for expected in (8, None):
+            _, data, _ = call(s.base_url + "/api/chat", {"model": "llama3.2", "messages": USER, "stream": False})
+            assert data.get("prompt_eval_count") == expected
+
+
+# ---------------------------------------------------------------- vLLM
+
+
+def vllm(s: VLLMStandin, body: Any, path: str = "/chat/completions") -> tuple[int, Any]:
+    status, data, _ = call(s.base_url + path, body, headers={"Authorization": f"Bearer {s.key}"})
+    return status, data
+
+
+def test_vllm_answers_n_reasoning_and_reports_the_cached_prefix():
+    with VLLMStandin(reply=numbered) as s:
+        status, data = vllm(s, {"model": "Qwen/Qwen3-8B", "messages": USER, "n": 2, "seed": 0, "top_k": 20,
+                                "max_tokens": 100})
+        assert status == 200
+        assert [c["message"]["content"] for c in data["choices"]] == ["Answer: 0", "Answer: 1"]
+        assert data["choices"][0]["message"]["reasoning_content"] == VLLM_REASONING
+        assert data["choices"][0]["message"]["reasoning"] == VLLM_REASONING
+        reasoning = len(VLLM_REASONING.split())
+        assert data["usage"] == {"prompt_tokens": 8, "completion_tokens": 2 * (reasoning + 2),
+                                 "total_tokens": 8 + 2 * (reasoning + 2), "prompt_tokens_details": {"cached_tokens": 0}}
+        longer = [*USER, {"role": "assistant", "content": "7"}, {"role": "user", "content": "Sure?"}]
+        status, data = vllm(s, {"model": "Qwen/Qwen2.5-1.5B-Instruct", "messages": longer, "logprobs": True})
+        assert data["usage"]["prompt_tokens_details"] == {"cached_tokens": 8}
+        assert data["choices"][0]["message"]["reasoning_content"] is None
+        assert data["choices"][0]["logprobs"]["content"][0]["token"] == "Answer:"
+        assert s.billed == {"requests": 2, "prompt_tokens": 8 + 16, "completion_tokens": 2 * (reasoning + 2) + 2}
+
+
+def test_vllm_errors_have_vllms_shape():
+    with VLLMStandin(models={"Qwen/Qwen3-8B": 20}) as s:
+        assert vllm(s, {"model": "Qwen/Qwen3-8B", "messages": USER, "max_tokens": 15}) == (400, {
+            "object": "error", "message": "This model's maximum context length is 20 tokens. However, you requested "
+            "23 tokens (8 in the messages, 15 in the completion). Please reduce the length of the messages or "
+            "completion.", "type": "BadRequestError", "param": None, "code": 400})
+        assert vllm(s, {"model": "llama", "messages": USER}) == (404, {
+            "object": "error", "message": "The model `llama` does not exist.", "type": "NotFoundError", "param": None,
+            "code": 404})
+        assert vllm(s, {"input_file_id": "file-1"}, path="/batches") == (404, {"detail": "Not Found"})
+        assert call(s.base_url + "/chat/completions", {"model": "Qwen/Qwen3-8B", "messages": USER},
+                    headers={"Authorization": "Bearer wrong"})[:2] == (401, {"error": "Unauthorized"})

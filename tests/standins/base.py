@@ -130,10 +130,15 @@ class Standin:
     key_headers: tuple[str, ...] = ("authorization",)
     request_id_header = "x-request-id"
     terminal: tuple[str, ...] = ()  # batch states that no longer move
+    caches_prefixes = False  # whether prompts report the longest prefix seen before as cached
 
     def __init__(self, *, key: str = "sk-standin-key", reply: Reply | None = None,
-                 models: dict[str, Any] | None = None, auto_advance: bool = False) -> None:
+                 models: dict[str, Any] | None = None, auto_advance: bool = False,
+                 prefix_cache: bool | None = None) -> None:
         self.key = key
+        if prefix_cache is not None:
+            self.caches_prefixes = prefix_cache
+        self.prompts: list[list[str]] = []
         self.reply: Reply = reply or default_reply
         self.models: dict[str, Any] = dict(models) if models is not None else dict(self.default_models())
         self.auto_advance = auto_advance
@@ -251,6 +256,22 @@ class Standin:
 
     def samples(self, messages: list[dict[str, Any]], count: int) -> list[str]:
         return [self.reply(messages, i) for i in range(count)]
+
+    def cached(self, prompt: list[str]) -> int:
+        """Tokens of the longest prefix of `prompt` that an earlier prompt began with (0
+        unless the stand-in caches prefixes); remembers `prompt`."""
+        if not self.caches_prefixes:
+            return 0
+        best = 0
+        for earlier in self.prompts:
+            same = 0
+            for a, b in zip(earlier, prompt):
+                if a != b:
+                    break
+                same += 1
+            best = max(best, same)
+        self.prompts.append(prompt)
+        return best
 
     def job(self, batch_id: str) -> Job | None:
         return next((j for j in self.batches if j.id == batch_id), None)

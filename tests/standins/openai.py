@@ -68,15 +68,11 @@ class OpenAIStandin(Standin):
     key_headers = ("authorization",)
     terminal = ("completed", "failed", "expired", "cancelled")
     batch_api = True
-    caches_prefixes = False
 
-    def __init__(self, *, ignore_n: bool = False, prefix_cache: bool | None = None, **options: Any) -> None:
+    def __init__(self, *, ignore_n: bool = False, **options: Any) -> None:
         super().__init__(**options)
         self.ignore_n = ignore_n
-        if prefix_cache is not None:
-            self.caches_prefixes = prefix_cache
         self.files: dict[str, dict[str, Any]] = {}
-        self.prompts: list[list[str]] = []
 
     def default_models(self) -> dict[str, Any]:
         """Model id -> context window (tokens)."""
@@ -169,7 +165,7 @@ class OpenAIStandin(Standin):
         prompt = prompt_words([m.get("content") for m in messages])
         self.check_context(model, len(prompt), limit)
         cached = self.cached(prompt)
-        reasoning = EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if is_reasoning(model) else 0
+        reasoning = self.reasoning_tokens(model, body)
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
         choices, completion, reasoning_total = [], 0, 0
@@ -188,6 +184,10 @@ class OpenAIStandin(Standin):
                  "total_tokens": len(prompt) + completion, **self.usage_details(cached, reasoning_total)}
         return Answer(200, {"id": self.next_id("chatcmpl-"), "object": "chat.completion", "created": self.tick(),
                             "model": model, "choices": choices, "usage": usage, **self.extra_fields()})
+
+    def reasoning_tokens(self, model: str, body: dict[str, Any]) -> int:
+        """What one sample spends reasoning."""
+        return EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if is_reasoning(model) else 0
 
     def extra_fields(self) -> dict[str, Any]:
         return {"service_tier": "default", "system_fingerprint": "fp_standin"}
@@ -267,21 +267,6 @@ class OpenAIStandin(Standin):
                      "Please reduce the length of the messages or completion.")
         raise Refusal(self.error(400, f"This model's maximum context length is {window} tokens. However, {asked}",
                                  param="messages", code="context_length_exceeded"))
-
-    def cached(self, prompt: list[str]) -> int:
-        """Tokens of the longest prefix of `prompt` that an earlier prompt began with."""
-        if not self.caches_prefixes:
-            return 0
-        best = 0
-        for earlier in self.prompts:
-            same = 0
-            for a, b in zip(earlier, prompt):
-                if a != b:
-                    break
-                same += 1
-            best = max(best, same)
-        self.prompts.append(prompt)
-        return best
 
     # ------------------------------------------------------------ files and batches
 
