@@ -6,8 +6,10 @@ module imports another.
   tests/docs/ when it tests the documentation (the README, docs/, the site and the
   docstrings it is generated from), or in tests/ itself when it tests a top-level module
   (test_api.py for veriloop/api.py).
-- What tests share lives in plain helper modules in tests/ (on pytest's `pythonpath`) and
-  in conftest.py files; a test module never imports a test module or a conftest.
+- What tests share lives in plain helper modules in tests/ (on pytest's `pythonpath`), in
+  the helper folders HELPER_FOLDERS (namespace packages: tests/standins/, one stand-in
+  server per provider) and in conftest.py files; a test module never imports a test
+  module or a conftest.
 - Test file names are unique across folders and no folder has an __init__.py: pytest's
   default (prepend) import mode imports each test file by its base name.
 """
@@ -25,7 +27,11 @@ PACKAGE = ROOT / "src" / "veriloop"
 OUTSIDE_THE_PACKAGE = {"e2e", "docs"}  # the whole system; the documentation
 # Tests of the tests themselves, or of the package as a whole (its import layers, its
 # version and deprecations): no module of the package to sit beside.
-ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py", "test_versioning.py"}
+ABOUT_THE_TESTS = {"test_layout.py", "test_layers.py", "test_suite_environment.py", "test_versioning.py",
+                   "test_standins.py"}
+# Helper folders: what tests share that is too big for one module (one stand-in server per
+# provider's wire format), imported as a namespace package (no __init__.py).
+HELPER_FOLDERS = {"standins"}
 
 
 def python_files() -> list[Path]:
@@ -72,8 +78,12 @@ def test_every_test_file_sits_beside_what_it_tests():
 
 def test_helpers_live_in_tests_and_folders_hold_only_tests_and_conftests():
     stray = [str(p.relative_to(TESTS)) for p in python_files()
-             if p.parent != TESTS and not p.name.startswith("test_") and p.name != "conftest.py"]
+             if p.parent != TESTS and not p.name.startswith("test_") and p.name != "conftest.py"
+             and p.relative_to(TESTS).parts[0] not in HELPER_FOLDERS]
+    helpers_with_tests = [str(p.relative_to(TESTS)) for p in all_test_files()
+                          if p.relative_to(TESTS).parts[0] in HELPER_FOLDERS]
     assert stray == []
+    assert helpers_with_tests == []
 
 
 def test_test_file_names_are_unique_and_no_folder_is_a_package():
