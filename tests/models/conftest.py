@@ -61,3 +61,36 @@ def batch_model() -> Any:
         return CachedModel(backend, CallCache(cache))
 
     return make
+
+
+# `python -c BATCH_CLI` runs the CLI with `--batch` loading the batch model on ChatProvider
+# (what load_backend does once the providers land), looking at batches every 20 ms.
+BATCH_CLI = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+import veriloop.models as models
+from veriloop.models.batch import BatchModel
+from veriloop.models.openai_compat import server_identity
+from conftest import ChatProvider
+live = models.load_backend
+def load_backend(model, *, api_key=None, **settings):
+    chosen = models.ModelSettings.of(model, **settings)
+    if not chosen.batch:
+        return live(model, api_key=api_key, **settings)
+    name = chosen.id.removeprefix("openai/")
+    return BatchModel(ChatProvider(name), base_url=chosen.base_url, api_key=api_key, backend="openai",
+                      identity=server_identity(name, chosen.base_url), poll_seconds=0.02, quiet_seconds=60.0)
+models.load_backend = load_backend
+from veriloop.cli import main
+sys.argv[0] = "veriloop"
+main()
+"""
+
+
+@pytest.fixture
+def batch_cli() -> Any:
+    """The command line (argv) of `veriloop` with batch mode, for a subprocess."""
+    import sys
+    from pathlib import Path
+
+    return [sys.executable, "-c", BATCH_CLI, str(Path(__file__).parent)]

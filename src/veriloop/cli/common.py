@@ -93,6 +93,11 @@ class Opt:
         help="With --base-url: a larger reply is abandoned as a fault and retried (default: 8388608, 8 MiB).",
     )]
     Cache = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
+    Batch = Annotated[bool, typer.Option(
+        "--batch",
+        help="Send the calls through the provider's batch API (openai/, anthropic/: half the price, answers within "
+        "24 h): the calls the run can make now go as one batch, recorded in --out; run the same command again to "
+        "collect it and send the next round's.")]
     Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
     Seed = Annotated[int, typer.Option(help="Base seed.")]
     SearchCorpus = Annotated[Path | None, typer.Option(

@@ -236,6 +236,7 @@ def run(
     stall_timeout: Opt.StallTimeout = None,
     attempt_timeout: Opt.AttemptTimeout = None,
     max_reply_bytes: Opt.MaxReplyBytes = None,
+    batch: Opt.Batch = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -273,8 +274,10 @@ def run(
     if check_timeout is not None and not (0 < check_timeout < float("inf")):
         raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
     where = ExecutorChoice(executor, address, shard_size)
+    if batch and where.ray:
+        raise VeriloopError("--batch runs the trajectories here, in one process: drop --executor ray, or --batch")
     limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
-                              "max_reply_bytes": max_reply_bytes}
+                              "max_reply_bytes": max_reply_bytes, "batch": batch or None}
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
         model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
