@@ -240,8 +240,8 @@ class OpenAIBatches(BatchAPI):
         return found
 
     def _outcome(self, line: dict[str, Any]) -> Outcome:
-        response = line.get("response") if isinstance(line.get("response"), dict) else {}
-        error = line.get("error") if isinstance(line.get("error"), dict) else None
+        response: dict[str, Any] = line["response"] if isinstance(line.get("response"), dict) else {}
+        error: dict[str, Any] | None = line["error"] if isinstance(line.get("error"), dict) else None
         status = response.get("status_code")
         if error is None and status == 200:
             return Outcome("ok", response.get("body"))
@@ -321,8 +321,8 @@ class AnthropicBatches(BatchAPI):
             return Outcome("ok", result.get("message"))
         if kind in ("expired", "canceled"):
             return Outcome("retry", why=str(kind))
-        error = result.get("error") if isinstance(result.get("error"), dict) else {}
-        inner = error.get("error") if isinstance(error.get("error"), dict) else error
+        error: dict[str, Any] = result["error"] if isinstance(result.get("error"), dict) else {}
+        inner: dict[str, Any] = error["error"] if isinstance(error.get("error"), dict) else error
         what = str(inner.get("type") or "")
         if what in ("overloaded_error", "api_error", "rate_limit_error", "timeout_error"):
             return Outcome("retry", why=what)

@@ -259,7 +259,8 @@ class BatchModel:
         except VeriloopError as exc:
             if not isinstance(exc, ModelTransportError):  # refused: no batch was made
                 await self._journal(queue, {"event": "abandoned", "intent": intent})
-            self._settle(queue, intent, ours, lambda cid: Outcome("error", why=str(exc)))
+            refused = Outcome("error", why=str(exc))
+            self._settle(queue, intent, ours, lambda cid: refused)
             return
         await self._journal(queue, {"event": "submitted", "intent": intent, "batch": batch})
         self._spawn(queue, self._collect(queue, intent, batch, ours))
@@ -283,7 +284,8 @@ class BatchModel:
                 return
             outcomes = await self.api.results(batch, look)
         except VeriloopError as exc:
-            self._settle(queue, intent, lines, lambda cid: Outcome("error", why=str(exc)))
+            failed = Outcome("error", why=str(exc))
+            self._settle(queue, intent, lines, lambda cid: failed)
             return
         finally:
             batch_status(batch, None)
@@ -317,11 +319,11 @@ class BatchModel:
                     queue.waiting.setdefault((key, i), line)
             self._spawn(queue, self._resumed(queue, it, lines, known))
 
-    async def _resumed(self, queue: _Queue, it: Intent, lines: dict[str, _Line], known: set[str | None]) -> None:
+    async def _resumed(self, queue: _Queue, it: Intent, lines: dict[str, _Line], known: set[str]) -> None:
         batch = it.batch
         try:
             while batch is None:
-                found = await self.api.find(it.intent, it.time, len(it.calls), {b for b in known if b})
+                found = await self.api.find(it.intent, it.time, len(it.calls), known)
                 if found == PENDING:
                     await self._sleep(self.poll_seconds)
                 elif found is None:  # the kill came before the provider made it: its calls are queued afresh
@@ -332,7 +334,8 @@ class BatchModel:
                     batch = found
                     await self._journal(queue, {"event": "submitted", "intent": it.intent, "batch": batch})
         except VeriloopError as exc:
-            self._settle(queue, it.intent, lines, lambda cid: Outcome("error", why=str(exc)))
+            failed = Outcome("error", why=str(exc))
+            self._settle(queue, it.intent, lines, lambda cid: failed)
             return
         await self._collect(queue, it.intent, batch, lines)
 
