@@ -130,7 +130,6 @@ class Standin:
     key_headers: tuple[str, ...] = ("authorization",)
     request_id_header = "x-request-id"
     terminal: tuple[str, ...] = ()  # batch states that no longer move
-<<<<<<< HEAD
     caches_prefixes = False  # whether prompts report the longest prefix seen before as cached
 
     def __init__(self, *, key: str = "sk-standin-key", reply: Reply | None = None,
@@ -140,12 +139,6 @@ class Standin:
         if prefix_cache is not None:
             self.caches_prefixes = prefix_cache
         self.prompts: list[list[str]] = []
-=======
-
-    def __init__(self, *, key: str = "sk-standin-key", reply: Reply | None = None,
-                 models: dict[str, Any] | None = None, auto_advance: bool = False) -> None:
-        self.key = key
->>>>>>> feat/batch
         self.reply: Reply = reply or default_reply
         self.models: dict[str, Any] = dict(models) if models is not None else dict(self.default_models())
         self.auto_advance = auto_advance
@@ -159,10 +152,7 @@ class Standin:
         self._ids: dict[str, int] = {}
         self._clock = EPOCH
         self._stack = ExitStack()
-<<<<<<< HEAD
         self.request_id = ""  # the id of the request being answered (some bodies repeat it)
-=======
->>>>>>> feat/batch
 
     # ------------------------------------------------------------ serving
 
@@ -211,11 +201,7 @@ class Standin:
                     {k: v for k, v in lowered.items() if k not in self.key_headers}, self.parse(lowered, raw), raw)
         with self.lock:
             self.requests.append(seen)
-<<<<<<< HEAD
             rid = self.request_id = self.next_id("req_")
-=======
-            rid = self.next_id("req_")
->>>>>>> feat/batch
             if self.faults:
                 fault = self.faults.pop(0)
                 answer = Answer(fault[0], fault[1], dict(fault[2]) if len(fault) > 2 else {})
@@ -271,7 +257,6 @@ class Standin:
     def samples(self, messages: list[dict[str, Any]], count: int) -> list[str]:
         return [self.reply(messages, i) for i in range(count)]
 
-<<<<<<< HEAD
     def cached(self, prompt: list[str]) -> int:
         """Tokens of the longest prefix of `prompt` that an earlier prompt began with (0
         unless the stand-in caches prefixes); remembers `prompt`."""
@@ -288,8 +273,6 @@ class Standin:
         self.prompts.append(prompt)
         return best
 
-=======
->>>>>>> feat/batch
     def job(self, batch_id: str) -> Job | None:
         return next((j for j in self.batches if j.id == batch_id), None)
 
