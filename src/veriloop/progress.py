@@ -55,6 +55,14 @@ def model_notice(text: str) -> None:
         reporter.console.print(f"note: {text}", highlight=False, markup=False)
 
 
+def batch_status(batch: str, status: str | None) -> None:
+    """Tell the progress display open in this task how a submitted batch stands (None:
+    it is no longer waited for)."""
+    reporter = _open.get()
+    if reporter is not None:
+        reporter.batch_state(batch, status)
+
+
 WAITING_LINE_SECONDS = 10.0  # without a live bar, the waiting line is repeated at most this often
 
 
@@ -128,6 +136,7 @@ class ProgressReporter:
         # Calls waiting on a struggling server, and the retries and stalls since none was.
         self.waiting = self.retries = self.stalls = 0
         self._waiting_said: float | None = None
+        self.batches: dict[str, str] = {}  # submitted batches waited for: id -> "batch ID: state, counts"
         self._now = now
         self._started = now()
         self._pace_from: tuple[int, float] | None = None  # units done and the time, at the stage's first report
@@ -176,6 +185,15 @@ class ProgressReporter:
             self.retries = self.stalls = 0
             self._waiting_said = None
 
+    def batch_state(self, batch: str, status: str | None) -> None:
+        """A batch's state (see `batch_status`); without a live bar a line says each change."""
+        if status is None:
+            self.batches.pop(batch, None)
+            return
+        if self.batches.get(batch) != status and not self.live and self.plain_lines:
+            self.console.print(f"{self.description}: {status}", highlight=False)
+        self.batches[batch] = status
+
     def waiting_status(self) -> str:
         """`waiting for the server: 2 retries, 1 stalled` while calls wait on it, else ''."""
         if not self.waiting:
@@ -203,6 +221,8 @@ class ProgressReporter:
             calls += f"{_count(self.tokens)} tok, "
         if self.waiting:
             calls = f"{self.waiting_status()}, {calls}"
+        if self.batches:
+            calls = f"{'; '.join(self.batches.values())}, {calls}"
         return f"{shown}, {calls}{clock(self._now() - self._started)}, eta {clock(left) if left is not None else '?'}"
 
     def update(self, done: int, total: int | None) -> None:

@@ -115,3 +115,21 @@ def test_the_matched_budgets_are_compared_in_dollars_too(tmp_path) -> None:
     # standard spends one call an instance: within it self-consistency has its first sample alone.
     assert f"| standard | 3/3 = 100% @ {one} | 3/3 = 100% | 3/3 = 100% |" in dollars
     assert f"| self-consistency:k=2 | 3/3 = 100% @ {two} | 3/3 = 100% | 3/3 = 100% |" in dollars
+
+
+def by_batch_adder(messages):
+    completion = adder(messages)
+    completion.sent = {"model": "gpt-4o-mini", "batch": "batch_7"}  # as the batch model marks what it carried
+    return completion
+
+
+def test_a_call_that_went_by_batch_costs_half(tmp_path) -> None:
+    data = tmp_path / "sums.jsonl"
+    data.write_text("".join(json.dumps({"q": f"{i}+{i}", "a": str(2 * i)}) + "\n" for i in range(3)))
+    check = tmp_path / "sums_check.py"
+    check.write_text("def check(record, answer):\n    return answer.strip() == record['a']\n")
+    spec = {"name": "sums", "strategies": ["standard"], "models": {"gen": {"id": "openai/gpt-4o-mini"}},
+            "tasks": [{"file": str(data), "prompt": "{q}", "check": f"python:{check}:check", "label": "sums"}]}
+    result = veriloop.eval_experiment(spec, out=tmp_path / "exp", cache=tmp_path / "calls.sqlite", progress=False,
+                                      models={"gen": veriloop.model(by_batch_adder, identity="batched-v1", cache=False)})
+    assert [r.usd for r in result.rows] == pytest.approx([3 * one_call() / 2], rel=1e-12)

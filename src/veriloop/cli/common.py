@@ -79,12 +79,7 @@ class Opt:
         help="For a reasoning model behind an API: how hard it thinks (OpenAI's reasoning_effort, Anthropic's and "
         "Gemini's thinking budget, Ollama's think). Another effort is another model to the call cache.",
     )]
-    Batch = Annotated[bool, typer.Option(
-        "--batch",
-        help="Send an OpenAI or Anthropic model's calls through its batch API (half the price, answered within 24 "
-        "h): the calls the run can make now go as one batch, its id kept in the run directory; run the same "
-        "command again to collect it and go on.",
-    )]
+
     Deployment = Annotated[str | None, typer.Option(
         metavar="NAME",
         help="With --base-url: a name for the server deployment, keying the call cache instead of the URL. Cached "
@@ -110,6 +105,11 @@ class Opt:
         help="With --base-url: a larger reply is abandoned as a fault and retried (default: 8388608, 8 MiB).",
     )]
     Cache = Annotated[Path | None, typer.Option(help="Call cache file (default: $VERILOOP_HOME/calls.sqlite).")]
+    Batch = Annotated[bool, typer.Option(
+        "--batch",
+        help="Send the calls through the provider's batch API (openai/, anthropic/: half the price, answers within "
+        "24 h): the calls the run can make now go as one batch, recorded in --out; run the same command again to "
+        "collect it and send the next round's.")]
     Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
     Seed = Annotated[int, typer.Option(help="Base seed.")]
     SearchCorpus = Annotated[Path | None, typer.Option(

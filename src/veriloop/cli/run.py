@@ -279,6 +279,8 @@ def run(
     if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
         raise VeriloopError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, not {reasoning_effort!r}")
     where = ExecutorChoice(executor, address, shard_size)
+    if batch and where.ray:
+        raise VeriloopError("--batch runs the trajectories here, in one process: drop --executor ray, or --batch")
     limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
                               "max_reply_bytes": max_reply_bytes, "reasoning_effort": reasoning_effort,
                               "batch": batch or None}

@@ -78,7 +78,7 @@ class Job:
     title: str
     experiment: Experiment  # its tool settings, for a CRITIC domain's toolbox
     meters: list[Meter] = field(default_factory=list)
-    price: CallPrice = lambda role, prompt, completion, cached_prompt=0, reasoning=0: 0.0
+    price: CallPrice = lambda role, prompt, completion, cached_prompt=0, reasoning=0, batch=False: 0.0
     # While running:
     done: dict[tuple[str, str, int], Trajectory] = field(default_factory=dict)
     keys: set[tuple[str, str, int]] = field(default_factory=set)

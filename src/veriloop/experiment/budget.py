@@ -32,10 +32,11 @@ class BudgetReached(VeriloopError):
 class CallPrice(Protocol):
     """The dollars of one call, by the role it played (so by the model that answered)
     and its tokens; the cached prompt and reasoning tokens are parts of the prompt and
-    completion tokens (models.base.Completion)."""
+    completion tokens (models.base.Completion). `batch`: the call went through a batch API
+    (its record's `sent` names the batch), billed at half price."""
 
     def __call__(self, role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0,
-                 reasoning_tokens: int = 0) -> float: ...
+                 reasoning_tokens: int = 0, batch: bool = False) -> float: ...
 
 
 @dataclass
@@ -64,11 +65,16 @@ class Usage:
 
 
 def call_usage(role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int,
-               reasoning_tokens: int, price: CallPrice) -> Usage:
+               reasoning_tokens: int, price: CallPrice, batch: bool = False) -> Usage:
     """One call's usage, priced."""
     return Usage(1, prompt_tokens, completion_tokens,
-                 price(role, prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens),
+                 price(role, prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens, batch),
                  cached_prompt_tokens, reasoning_tokens)
+
+
+def by_batch(sent: dict[str, object] | None) -> bool:
+    """Whether a call whose request was `sent` went through a batch API (half price)."""
+    return bool(sent and sent.get("batch"))
 
 
 def usage_of(trajectories: Iterable[Trajectory], usd: CallPrice) -> Usage:
@@ -78,7 +84,7 @@ def usage_of(trajectories: Iterable[Trajectory], usd: CallPrice) -> Usage:
     for t in trajectories:
         for c in t.calls:
             total.add(call_usage(c.role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens,
-                                 c.reasoning_tokens, usd))
+                                 c.reasoning_tokens, usd, by_batch(c.sent)))
     return total
 
 
@@ -126,7 +132,7 @@ class MeteredModel:
         spent = Usage()
         for c in completions:
             spent.add(call_usage(self.call_role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens,
-                                 c.reasoning_tokens, self.price))
+                                 c.reasoning_tokens, self.price, by_batch(c.sent)))
         for meter in self.meters:
             meter.used.add(spent)
         if self.on_tokens is not None:

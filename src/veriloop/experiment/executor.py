@@ -194,10 +194,10 @@ def price_of(experiment: Experiment, cell: Cell) -> CallPrice:
     prices = model_prices(experiment, {cell.model, *roles.values()})
 
     def usd(role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0,
-            reasoning_tokens: int = 0) -> float:
+            reasoning_tokens: int = 0, batch: bool = False) -> float:
         played = role_of_call(role)
         name = roles.get(played, cell.model) if played else cell.model
-        return prices[name].usd(prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens)
+        return prices[name].usd(prompt_tokens, completion_tokens, cached_prompt_tokens, reasoning_tokens, batch=batch)
 
     return usd
 

@@ -32,6 +32,7 @@ from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import ContextOverflow, VeriloopError
 from ..models.base import Model
+from ..models.batch.scope import current_scope, enter_slot, run_scope
 from ..records import Trajectory
 from ..strategies.base import Strategy
 from ..tools.base import Toolbox
@@ -125,7 +126,8 @@ async def run_experiment(
     gives roles to other models (see run_episode); their identities are part of the run."""
     started = time.perf_counter()
     roles = {r: m.identity for r, m in (role_models or {}).items()}
-    with hold(out_dir):
+    # The scope tells a batch model where its journal goes and when every trajectory waits.
+    with hold(out_dir), run_scope(out_dir):
         return await _run_held(model, domain, strategies, instances, out_dir, seed, concurrency, config, on_progress,
                                tools, role_models, roles, started)
 
@@ -172,6 +174,7 @@ async def run_pairs(
     landing: set[asyncio.Task[None]] = set()  # records on their way to disk
     failed: list[BaseException] = []  # the first record that could not be written
     ended = False
+    scope = current_scope()
 
     async def land(t: Trajectory) -> None:
         nonlocal finished
@@ -190,11 +193,13 @@ async def run_pairs(
         for slot_task in tasks:  # the run stops at once, as when a trajectory fails
             slot_task.cancel()
 
-    async def slot() -> None:
+    async def slot(token: object | None) -> None:
         # A slot starts its next pair in the same step of the event loop as its last one
         # ended: its next request goes out at once, not behind every reply that came back
         # meanwhile (where a task waiting for a free slot would be woken).
         nonlocal ended
+        if token is not None:
+            enter_slot(token)
         previous: asyncio.Task[None] | None = None
         try:
             for strategy, instance in pending:
@@ -208,13 +213,20 @@ async def run_pairs(
                     await previous
         finally:
             ended = True  # nothing left to start, or an error: no slot is started after it
+            if scope is not None and token is not None:
+                scope.leave(token)
 
+    # Every slot counts in the scope before the first starts: until each has made its first
+    # call, the run is not all waiting (a batch model would send a batch of one).
+    tokens = [scope.join() if scope is not None else None for _ in range(min(slots, len(todo)))]
     try:
         with _old_objects_frozen():
-            for _ in range(min(slots, len(todo))):
+            for token in tokens:
                 if ended or failed:
-                    break
-                tasks.append(asyncio.create_task(slot()))
+                    if scope is not None and token is not None:
+                        scope.leave(token)
+                    continue
+                tasks.append(asyncio.create_task(slot(token)))
                 # One slot started per turn of the loop, so each one's first request goes out
                 # (its connection set up) while the next ones start, rather than all of them
                 # once the last has started: the first replies then come back spread out, as
@@ -230,6 +242,9 @@ async def run_pairs(
             raise failed[0] from None  # the slots were stopped for it
         raise
     finally:
+        if scope is not None:
+            for token in tokens:  # those never started, or stopped before their finally
+                scope.leave(token)
         await writer.aclose()
     return new
 

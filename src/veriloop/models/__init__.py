@@ -59,10 +59,11 @@ def load_backend(model: str | ModelSettings, *, api_key: str | None = None, **se
 
         prefix, _, name = model_id.partition("/")
         provider = PROVIDERS.lookup(prefix)(name, chosen.reasoning_effort)
-        return with_cap(ServerModel(
-            name, base_url=chosen.base_url, api_key=api_key, provider=provider,
-            concurrency=chosen.concurrency or 8, **chosen.server_settings(),
-        ), chosen.max_reply_tokens)
+        live = ServerModel(name, base_url=chosen.base_url, api_key=api_key, provider=provider,
+                           concurrency=chosen.concurrency or 8, **chosen.server_settings())
+        if not chosen.batch:
+            return with_cap(live, chosen.max_reply_tokens)
+        return with_cap(_batch_of(live, chosen), chosen.max_reply_tokens)
     chosen.check_applies()
     spec = model_id.removeprefix("llamacpp/")
     if spec not in PACKS and not (spec.endswith(".gguf") or Path(spec).expanduser().is_file()):
@@ -95,6 +96,25 @@ def load_model(
     if not use_cache:
         return backend
     return CachedModel(backend, CallCache(cache_path or default_cache_path()))
+
+
+def _batch_of(live: Any, chosen: ModelSettings) -> Model:
+    """The batch model of a server model: the same provider, URL, key and identity (so its
+    answers and the live model's share the call cache), the calls sent by batch."""
+    from .batch.apis import BATCH_APIS
+    from .batch.model import batch_model_of
+
+    provider = live.provider
+    if provider.prefix not in BATCH_APIS:
+        raise VeriloopError(f"{provider.title} has no batch API that veriloop speaks; batch mode is for "
+                            f"{' and '.join(f'{p}/' for p in BATCH_APIS)} models: drop --batch (batch = true)")
+    client = live._client
+    key = str(client.api_key) if client.api_key and client.api_key != "not-needed" else None
+    # Many trajectories at once is what puts their calls in one batch: an explicit
+    # concurrency still bounds them.
+    return batch_model_of(provider, base_url=str(client.base_url), api_key=key, identity=live.identity,
+                          backend=live.backend, poll_seconds=chosen.batch_poll_seconds, concurrency=chosen.concurrency,
+                          retry_budget=chosen.retry_budget)
 
 
 def _provider_names() -> list[str]:

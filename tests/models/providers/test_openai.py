@@ -168,3 +168,16 @@ def test_a_prompt_over_the_context_is_a_context_overflow():
         model = load_backend("openai/gpt-4o-mini", base_url=server.base_url, api_key=server.key)
         with pytest.raises(ContextOverflow):
             generate(model, [{"role": "user", "content": "word " * 50}])
+
+
+def test_batch_mode_loads_a_batch_model_that_shares_the_live_models_identity():
+    from veriloop.models.batch import BatchModel
+
+    with OpenAIStandin() as server:
+        live = load_backend("openai/gpt-4o-mini", base_url=server.base_url, api_key=server.key)
+        batch = load_backend("openai/gpt-4o-mini", base_url=server.base_url, api_key=server.key, batch=True)
+    assert isinstance(batch, BatchModel)
+    assert (batch.identity, batch.backend) == (live.identity, live.backend)
+    with pytest.raises(VeriloopError, match=r"has no batch API that veriloop speaks; batch mode is for openai/ and "
+                                            r"anthropic/ models"):
+        load_backend("ollama/llama3", batch=True)
