@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -326,6 +327,16 @@ EXAMPLES: dict[str, Example] = {
     "pip install examples/veriloop-example-plugin": Example(),
     "veriloop plugins": Example(prints=("domains (plugins: entry points in veriloop.domains)", "model packs")),
     "--domain subset-sum": Example(),
+    # Your model: a model behind each provider's API (each needs a key, the internet or a server of your
+    # own; tests/models/providers runs every provider end to end against its stand-in, and
+    # test_commands_not_run_parse_as_the_cli_reads_them that these take the options they show).
+    "--model openai/gpt-5-mini --reasoning-effort": Example(),
+    "--base-url http://localhost:8080/v1": Example(),
+    "--model anthropic/": Example(),
+    "--model google/": Example(),
+    "--model vllm/": Example(),
+    "--model ollama/": Example(),
+    "--model openai/gpt-5-mini --batch": Example(),
     # Your own task.
     "cat > arith.jsonl": Example(writes=("arith.jsonl",)),
     "cat > checks.py": Example(writes=("checks.py",)),
@@ -475,9 +486,37 @@ def test_the_readme_is_short_and_opens_with_the_two_commands():
 def test_commands_not_run_say_why_and_are_counted():
     skipped = [(c.text, not_run(c)) for c in doc_commands() if not_run(c)]
     assert all(reason for _, reason in skipped)
-    # The example plugin's install and its domain: test_plugin_install.py runs them apart.
-    assert [text.split()[:3] for text, _ in skipped] == [["pip", "install", "examples/veriloop-example-plugin"],
-                                                         ["veriloop", "run", "--domain"]]
+    # A model behind each provider's API, on "Your model"; then the example plugin's install and its
+    # domain, which test_plugin_install.py runs apart.
+    assert [re.search(r"--model (\S+)", text).group(1) if "--model" in text else text.split()[:3]  # type: ignore[union-attr]
+            for text, _ in skipped] == [
+        "openai/gpt-5-mini", "openai/qwen2.5-7b-instruct", "anthropic/claude-sonnet-4-5", "google/gemini-2.5-flash",
+        "vllm/Qwen/Qwen3-8B", "ollama/qwen3:8b", "openai/gpt-5-mini",
+        ["pip", "install", "examples/veriloop-example-plugin"], ["veriloop", "run", "--domain"]]
+
+
+def test_commands_not_run_parse_as_the_cli_reads_them():
+    # A command the suite cannot run still names only commands and options that exist, with values
+    # they accept: click parses each one as the command line would (no command runs).
+    import click
+    import typer
+
+    from veriloop import cli
+
+    parsed = 0
+    for command in doc_commands():
+        words = shlex.split(command.text, comments=True)
+        while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VARIABLE=value before the command
+            words.pop(0)
+        if not not_run(command) or words[:1] != ["veriloop"]:
+            continue
+        group: click.Command = typer.main.get_command(cli.app)
+        args = words[1:]
+        while isinstance(group, click.Group):
+            group = group.commands[args.pop(0)]
+        group.make_context(group.name or "", args)  # raises on an unknown option or a value it refuses
+        parsed += 1
+    assert parsed == 8
     # And ./test.sh, which is the suite itself: its entry says so.
     assert [key for key, example in EXAMPLES.items() if example.skip] == ["./test.sh"]
 
