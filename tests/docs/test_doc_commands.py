@@ -337,6 +337,8 @@ EXAMPLES: dict[str, Example] = {
     "--model vllm/": Example(),
     "--model ollama/": Example(),
     "--model openai/gpt-5-mini --batch": Example(),
+    # Prices: the file above the command names models behind APIs (tests/experiment/test_experiment_prices.py).
+    "veriloop eval priced.toml": Example(),
     # Your own task.
     "cat > arith.jsonl": Example(writes=("arith.jsonl",)),
     "cat > checks.py": Example(writes=("checks.py",)),
@@ -491,7 +493,7 @@ def test_commands_not_run_say_why_and_are_counted():
     assert [re.search(r"--model (\S+)", text).group(1) if "--model" in text else text.split()[:3]  # type: ignore[union-attr]
             for text, _ in skipped] == [
         "openai/gpt-5-mini", "openai/qwen2.5-7b-instruct", "anthropic/claude-sonnet-4-5", "google/gemini-2.5-flash",
-        "vllm/Qwen/Qwen3-8B", "ollama/qwen3:8b", "openai/gpt-5-mini",
+        "vllm/Qwen/Qwen3-8B", "ollama/qwen3:8b", "openai/gpt-5-mini", ["veriloop", "eval", "priced.toml"],
         ["pip", "install", "examples/veriloop-example-plugin"], ["veriloop", "run", "--domain"]]
 
 
@@ -516,7 +518,7 @@ def test_commands_not_run_parse_as_the_cli_reads_them():
             group = group.commands[args.pop(0)]
         group.make_context(group.name or "", args)  # raises on an unknown option or a value it refuses
         parsed += 1
-    assert parsed == 8
+    assert parsed == 9
     # And ./test.sh, which is the suite itself: its entry says so.
     assert [key for key, example in EXAMPLES.items() if example.skip] == ["./test.sh"]
 

@@ -214,6 +214,18 @@ def test_messages_are_stored_once_and_rebuild_exactly(tmp_path, played):
     assert len(payload["S"]) == len(set(payload["S"]))
 
 
+def test_a_calls_reasoning_tokens_and_what_was_sent_reach_the_page(tmp_path, played):
+    first = played["sound"].calls[0].model_copy(update={
+        "reasoning": "7 = 3 + 4, so <b>7</b>", "reasoning_tokens": 12, "cached_prompt_tokens": 30,
+        "sent": {"model": "o3-mini", "max_completion_tokens": 64, "reasoning_effort": "low"}})
+    t = played["sound"].model_copy(update={"calls": [first, *played["sound"].calls[1:]]})
+    payload = payload_of(write_run(tmp_path / "reasoned", [t]))
+    row, *others = payload["T"][0]["c"]
+    assert (payload["S"][row[13]], row[14], row[15]) == ("7 = 3 + 4, so <b>7</b>", 12, 30)
+    assert json.loads(payload["S"][row[16]]) == first.sent
+    assert {(other[13], other[16]) for other in others} == {(None, None)}  # a local model's calls say none
+
+
 def embedded_payload(html: str) -> dict:
     found = re.search(r'<script type="application/json" id="veriloop-data">(.*?)</script>', html, re.S)
     assert found

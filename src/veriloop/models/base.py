@@ -23,7 +23,10 @@ class GenParams:
     `identity()` returns, and the cache keys on); `sample_offset` says which samples of
     that identity are wanted, so k samples of one prompt are k distinct cache entries
     (samples offset .. offset+n-1). With a seed, sample i is drawn with seed + i
-    (`sample_seed`), so it is the same sample however the k samples are batched.
+    (`sample_seed`) by a backend that draws one sample a request (a local model, a
+    provider without `n`); a provider that takes `n` draws the samples of one request
+    from the seed of its first, so which samples share a request can change them. The
+    call cache keeps each sample by its index either way, and replays exactly what was drawn.
     `with_(**changes)` returns a copy with some fields changed (the object is frozen).
 
     Attributes:

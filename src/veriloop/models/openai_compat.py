@@ -246,8 +246,8 @@ class ServerModel:
         self.backend = self.provider.prefix
         if client is not None and not isinstance(self.provider, OpenAIProvider):
             raise VeriloopError(f"a client object speaks OpenAI's API, not {self.provider.title}")
-        base_url = (base_url or _first_set("VERILOOP_BASE_URL", *self.provider.base_url_variables)
-                    or self.provider.default_base_url)
+        base_url = (base_url or os.environ.get("VERILOOP_BASE_URL")
+                    or _host_url(_first_set(*self.provider.base_url_variables)) or self.provider.default_base_url)
         api_key = api_key or _first_set("VERILOOP_API_KEY", *self.provider.key_variables) or "not-needed"
         if deployment is not None and not deployment.strip():
             raise VeriloopError("a deployment name must not be empty")
@@ -723,6 +723,16 @@ def _server_message(body: str) -> str:
 def _first_set(*variables: str) -> str | None:
     """The value of the first of these environment variables that is set and not empty."""
     return next((value for name in variables if (value := os.environ.get(name))), None)
+
+
+def _host_url(value: str | None) -> str | None:
+    """A provider's own base URL variable as a URL: such a variable often holds what its
+    server binds to (OLLAMA_HOST=0.0.0.0:11434), without a scheme, and a client reaches
+    0.0.0.0 at 127.0.0.1."""
+    if not value or "://" in value:
+        return value
+    host, colon, port = value.partition(":")
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}{colon}{port}"
 
 
 _PROBE = GenParams(max_tokens=1)  # a call whose request shows the provider's path

@@ -284,6 +284,9 @@ def _call(c: CallRecord, intern: Interner) -> list[Any]:
         c.role, c.round, c.sample_index, [intern.message(m) for m in c.messages], intern.text(c.response),
         c.finish_reason, c.prompt_tokens, c.completion_tokens, round(c.seconds, 3), int(c.cached), c.stage, c.step,
         c.model,
+        # What a model behind an API said of its own reasoning, and what it was sent.
+        None if c.reasoning is None else intern.text(c.reasoning), c.reasoning_tokens, c.cached_prompt_tokens,
+        None if c.sent is None else intern.text(json.dumps(c.sent, sort_keys=True, ensure_ascii=False)),
     ]
 
 

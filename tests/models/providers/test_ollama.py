@@ -133,3 +133,15 @@ def test_the_stand_ins_refusals_end_in_one_line(case: str, expected: str, genera
         with pytest.raises(VeriloopError) as info:
             generate(backend)
     assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(("host", "url"), [
+    ("0.0.0.0:11434", "http://127.0.0.1:11434"), ("gpu-box:11434", "http://gpu-box:11434"),
+    ("http://gpu-box:8080", "http://gpu-box:8080"), (":11434", "http://127.0.0.1:11434"),
+])
+def test_ollama_host_as_ollama_itself_reads_it(monkeypatch, host, url):
+    from veriloop.models import load_backend
+
+    monkeypatch.delenv("VERILOOP_BASE_URL", raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", host)
+    assert load_backend("ollama/llama3.2").base_url == url

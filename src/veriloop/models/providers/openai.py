@@ -28,6 +28,7 @@ from typing import Any
 from ...errors import VeriloopError
 from ...records import Message
 from ..base import Completion, GenParams, TokenLogprob
+from ._wire import number, token_logprob
 from .base import Damaged, Provider, Request, Supports, WrongShape, apportion
 
 # OpenAI's reasoning models: o1, o3, o4-mini, ..., and the gpt-5 family (gpt-5, gpt-5-mini, gpt-5.1, ...).
@@ -104,8 +105,10 @@ class OpenAIProvider(Provider):
     def _completions(self, choices: list[Any], usage: Any, params: GenParams) -> list[Completion]:
         texts = [_cut(c["message"].get("content") or "", params.stop if self.reasoning else ()) for c in choices]
         weights = [len(text[0]) or 1 for text in texts]
-        completion = apportion(_count(usage, "completion_tokens"), weights)
-        reasoning = apportion(_count(_details(usage, "completion_tokens_details"), "reasoning_tokens"), weights)
+        completed = _count(usage, "completion_tokens")
+        # Reasoning tokens are part of the completion tokens: never more than them, whatever a server reports.
+        thought = min(_count(_details(usage, "completion_tokens_details"), "reasoning_tokens"), completed)
+        completion, reasoning = apportion(completed, weights), apportion(thought, weights)
         out = []
         for i, (choice, (text, cut)) in enumerate(zip(choices, texts, strict=True)):
             message = choice["message"]
@@ -118,7 +121,8 @@ class OpenAIProvider(Provider):
                 logprobs=_logprobs(choice) if params.logprobs else None,
                 reasoning=thought if isinstance(thought, str) and thought else None,
                 reasoning_tokens=reasoning[i],
-                cached_prompt_tokens=_count(_details(usage, "prompt_tokens_details"), "cached_tokens") if i == 0 else 0,
+                cached_prompt_tokens=min(_count(_details(usage, "prompt_tokens_details"), "cached_tokens"),
+                                         _count(usage, "prompt_tokens")) if i == 0 else 0,
             ))
         return out
 
@@ -149,10 +153,6 @@ def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
     if not isinstance(content, list):
         return None
     return [
-        TokenLogprob(
-            token=t["token"],
-            logprob=t["logprob"],
-            top={alt["token"]: alt["logprob"] for alt in (t.get("top_logprobs") or [])},
-        )
+        token_logprob(t["token"], t["logprob"], {alt["token"]: number(alt["logprob"]) for alt in (t.get("top_logprobs") or [])})
         for t in content
     ]

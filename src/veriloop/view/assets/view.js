@@ -63,7 +63,9 @@
   function call(c) {
     return {
       role: c[0], round: c[1], sample: c[2], ids: c[3], response: txt(c[4]), finish: c[5], pt: c[6], ct: c[7],
-      seconds: c[8], cached: !!c[9], stage: c[10], step: c[11], model: c[12]
+      seconds: c[8], cached: !!c[9], stage: c[10], step: c[11], model: c[12],
+      reasoning: c[13] === null || c[13] === undefined ? null : txt(c[13]), rt: c[14] || 0, cpt: c[15] || 0,
+      sent: c[16] === null || c[16] === undefined ? null : txt(c[16])
     };
   }
   function message(id) {
@@ -646,7 +648,8 @@
       h("span", { cls: "badge " + c.role }, c.role + (c.stage ? " · " + c.stage : "")),
       c.step !== null && c.step !== undefined ? h("span", null, "step " + c.step) : null,
       h("span", null, "call " + (index + 1)), c.sample ? h("span", null, "sample " + c.sample) : null,
-      h("span", null, (c.pt + c.ct) + " tokens (" + c.pt + "+" + c.ct + ")"),
+      h("span", null, (c.pt + c.ct) + " tokens (" + c.pt + "+" + c.ct + ")" +
+        (c.rt ? ", " + c.rt + " reasoning" : "") + (c.cpt ? ", " + c.cpt + " prompt cached" : "")),
       h("span", null, fixed(c.seconds, 2) + " s"), c.cached ? h("span", { cls: "badge cached" }, "cached") : null,
       c.finish !== "stop" ? h("span", null, "finish: " + c.finish) : null,
       c.model ? h("span", null, "model " + c.model) : null);
@@ -668,6 +671,11 @@
       bd.appendChild(det);
     }
     c.ids.slice(earlier).forEach(function (id) { bd.appendChild(msgBox(id)); });
+    if (c.sent !== null) bd.appendChild(h("details", null, h("summary", null, "parameters sent"), pre(c.sent)));
+    if (c.reasoning !== null) {
+      bd.appendChild(h("details", { cls: "reasoning" }, h("summary", null, "the model's reasoning" +
+        (c.rt ? " (" + c.rt + " tokens)" : "")), pre(c.reasoning)));
+    }
     bd.appendChild(h("div", { cls: "msg" }, h("div", { cls: "role" }, "response"), pre(c.response)));
     return h("div", { cls: "card" }, hd, bd);
   }
