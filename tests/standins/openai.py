@@ -69,10 +69,15 @@ class OpenAIStandin(Standin):
     terminal = ("completed", "failed", "expired", "cancelled")
     batch_api = True
 
-    def __init__(self, *, ignore_n: bool = False, **options: Any) -> None:
+    def __init__(self, *, ignore_n: bool = False, reasoning_models: tuple[str, ...] = (), **options: Any) -> None:
         super().__init__(**options)
         self.ignore_n = ignore_n
+        # Reasoning models under names of their own (an Azure deployment, a gateway's alias).
+        self.reasoning_models = reasoning_models
         self.files: dict[str, dict[str, Any]] = {}
+
+    def reasons(self, model: str) -> bool:
+        return is_reasoning(model) or model in self.reasoning_models
 
     def default_models(self) -> dict[str, Any]:
         """Model id -> context window (tokens)."""
@@ -187,7 +192,7 @@ class OpenAIStandin(Standin):
 
     def reasoning_tokens(self, model: str, body: dict[str, Any]) -> int:
         """What one sample spends reasoning."""
-        return EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if is_reasoning(model) else 0
+        return EFFORT_TOKENS[body.get("reasoning_effort") or "medium"] if self.reasons(model) else 0
 
     def extra_fields(self) -> dict[str, Any]:
         return {"service_tier": "default", "system_fingerprint": "fp_standin"}
@@ -217,7 +222,7 @@ class OpenAIStandin(Standin):
 
     def check_params(self, model: str, body: dict[str, Any]) -> None:
         effort = body.get("reasoning_effort")
-        if is_reasoning(model):
+        if self.reasons(model):
             if "max_tokens" in body:
                 raise self.refuse("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
                                   "'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")

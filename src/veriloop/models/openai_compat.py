@@ -64,7 +64,7 @@ from ..errors import ContextOverflow, ModelTransportError, VeriloopError
 from ..progress import model_notice, server_retried, server_settled
 from ..records import Message
 from .base import Completion, GenParams
-from .providers.base import Damaged, Provider, Request, WrongShape
+from .providers.base import Damaged, Provider, Request, Reshape, WrongShape
 
 if TYPE_CHECKING:
     import aiohttp
@@ -322,6 +322,12 @@ class ServerModel:
             out += [c for part in rest for c in part]
         return out
 
+    def _notice(self, notice: str) -> None:
+        """Say once on the run's output what the provider changed from what calls asked."""
+        if notice not in self.notices:
+            self.notices.append(notice)
+            model_notice(f"{self.provider.prefix}/{self.name}: {notice}")
+
     def _in_flight(self) -> asyncio.Semaphore:
         """The slots every request to the server takes, shared by all calls, so that k
         samples of many calls never put more than `preferred_concurrency` requests in
@@ -335,19 +341,26 @@ class ServerModel:
         self, messages: list[Message], params: GenParams, first: int, count: int, slots: asyncio.Semaphore
     ) -> list[Completion]:
         """One request for `count` samples from `first`: 1 to `count` completions."""
-        try:
-            request = self.provider.request(messages, params, first, count)
-            for notice in request.notices:
-                if notice not in self.notices:
-                    self.notices.append(notice)
-                    model_notice(f"{self.provider.prefix}/{self.name}: {notice}")
-            # The slot is held through the backoff too: while a server struggles, the calls
-            # waiting for a slot neither add to its load nor spend their own retry budget.
-            async with slots:
-                completions = await self._with_retries(request, params, count)
-        except VeriloopError as exc:  # every message raised here leaves through this door
-            exc.args = (self._masked(str(exc)),)
-            raise
+        reshaped = False
+        while True:
+            try:
+                request = self.provider.request(messages, params, first, count)
+                for notice in request.notices:
+                    self._notice(notice)
+                # The slot is held through the backoff too: while a server struggles, the calls
+                # waiting for a slot neither add to its load nor spend their own retry budget.
+                async with slots:
+                    completions = await self._with_retries(request, params, count)
+                break
+            except Reshape as exc:  # the provider changed what it sends: ask once more
+                if reshaped:
+                    raise VeriloopError(self._masked(f"the server at {self._url()} refused {self.name!r} again after "
+                                                     f"{exc}")) from None
+                reshaped = True
+                self._notice(str(exc))
+            except VeriloopError as exc:  # every message raised here leaves through this door
+                exc.args = (self._masked(str(exc)),)
+                raise
         share = completions[0].seconds / len(completions)
         for completion in completions:
             completion.seconds, completion.sent = share, request.sent

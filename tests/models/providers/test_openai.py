@@ -181,3 +181,31 @@ def test_batch_mode_loads_a_batch_model_that_shares_the_live_models_identity():
     with pytest.raises(VeriloopError, match=r"has no batch API that veriloop speaks; batch mode is for openai/ and "
                                             r"anthropic/ models"):
         load_backend("ollama/llama3", batch=True)
+
+
+def test_a_reasoning_model_under_a_name_of_its_own_is_learned_from_its_first_refusal(tmp_path):
+    models = {"gpt-4o-mini": 128_000, "my-deployment": 200_000}
+    with OpenAIStandin(models=models, reasoning_models=("my-deployment",)) as server:
+        proc = veriloop("run", "--model", "openai/my-deployment", "--base-url", server.base_url, "--api-key",
+                        server.key, "-n", "2", "--k", "2", "--max-rounds", "2", "--out", str(tmp_path / "run"),
+                        home=tmp_path / "home")
+        refused = [seen for seen in server.requests if "max_tokens" in seen.body]
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())  # the console wraps a long note
+    learned = ("my-deployment is sent a reasoning model's parameters from now on: max_completion_tokens, and no "
+               "temperature, top_p or stop")
+    assert said.count("note: openai/my-deployment: the server refused max_tokens (") == 1
+    assert said.count(learned) == 1
+    # Every call in flight when the first refusal came was refused once; none after.
+    assert 1 <= len(refused) <= 8
+    assert {"max_completion_tokens" in call["sent"] for call in calls_of(tmp_path / "run")} == {True}
+
+
+def test_a_reasoning_effort_refused_by_the_server_names_the_fix():
+    with OpenAIStandin() as server:
+        model = load_backend("openai/gpt-4o-mini", base_url=server.base_url, api_key=server.key,
+                             reasoning_effort="low")
+        with pytest.raises(VeriloopError) as info:
+            generate(model)
+    assert str(info.value).startswith("gpt-4o-mini takes no reasoning effort (")
+    assert str(info.value).endswith("drop --reasoning-effort (reasoning_effort) for it")

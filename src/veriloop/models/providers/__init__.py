@@ -9,7 +9,7 @@ Entries are lazy "module:attr" paths: naming the providers imports none of them,
 from __future__ import annotations
 
 from ...registry import Registry
-from .base import REASONING_EFFORTS, Damaged, Provider, Request, Supports, WrongShape, apportion
+from .base import REASONING_EFFORTS, Damaged, Provider, Request, Reshape, Supports, WrongShape, apportion
 
 PROVIDERS: Registry[type[Provider]] = Registry("provider", "veriloop.providers")
 PROVIDERS.register("openai", "veriloop.models.providers.openai:OpenAIProvider")
@@ -35,5 +35,5 @@ def limits_of(model_id: str | None, reasoning_effort: str | None = None) -> list
     return PROVIDERS.lookup(prefix)(model_id.partition("/")[2], reasoning_effort).limits()
 
 
-__all__ = ["PROVIDERS", "REASONING_EFFORTS", "Damaged", "Provider", "Request", "Supports", "WrongShape", "apportion",
+__all__ = ["PROVIDERS", "REASONING_EFFORTS", "Damaged", "Provider", "Request", "Reshape", "Supports", "WrongShape", "apportion",
            "limits_of", "provider_prefix"]

@@ -42,6 +42,13 @@ class Damaged(Exception):
     transport retries. Its text says what, in one line."""
 
 
+class Reshape(Exception):
+    """Raised by `refusal` when the provider has learned from a refused request and changed
+    what it sends (a model it did not know takes other parameters): the transport says the
+    text once as a notice and asks the call again, once. A second refusal of the call is
+    an error."""
+
+
 class WrongShape(Exception):
     """A 2xx answer in JSON that is not this API's answer (another API's, a proxy's):
     no retry changes it. Its text is the shape the provider expected."""
@@ -126,7 +133,8 @@ class Provider:
 
     def refusal(self, status: int, body: str) -> VeriloopError | None:
         """The one-line error for a refused request (a 4xx no retry changes) when the
-        provider's body says more than the status; None: the transport's own by status."""
+        provider's body says more than the status; None: the transport's own by status.
+        It may raise `Reshape` instead, having changed what it will send."""
         return None
 
     def limits(self) -> list[str]:

@@ -10,6 +10,9 @@ models take, so their requests differ:
 - no `stop`: the reply is cut at the first stop string here instead, as a server would;
 - no `logprobs`: a call that needs them stops with one line;
 - `reasoning_effort` when the model setting gives one.
+A model whose name does not say it reasons (an Azure deployment, a gateway's alias) is
+sent the ordinary parameters until its server refuses one of those; the provider then
+sends it a reasoning model's (said once), and the call is asked again.
 
 Usage: OpenAI bills a request's prompt once, whatever its `n`, and reports one total for
 all its choices. So the first completion of a request carries the prompt (and its cached
@@ -22,6 +25,7 @@ llama.cpp's server, DeepSeek) is recorded as the completion's `reasoning`.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -29,7 +33,7 @@ from ...errors import VeriloopError
 from ...records import Message
 from ..base import Completion, GenParams, TokenLogprob
 from ._wire import number, token_logprob
-from .base import Damaged, Provider, Request, Supports, WrongShape, apportion
+from .base import Damaged, Provider, Request, Reshape, Supports, WrongShape, apportion
 
 # OpenAI's reasoning models: o1, o3, o4-mini, ..., and the gpt-5 family (gpt-5, gpt-5-mini, gpt-5.1, ...).
 REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:o\d+(?:-[\w.-]*)?|gpt-5(?:[.-][\w.-]*)?)$", re.IGNORECASE)
@@ -52,10 +56,34 @@ class OpenAIProvider(Provider):
     answer_name = "a chat completion"
     path = "/chat/completions"
 
+    # Set when a server refused a parameter only reasoning models refuse: a reasoning model
+    # under a name of its own (an Azure deployment, a gateway's alias).
+    refused_as_reasoning = False
+
     @property
     def reasoning(self) -> bool:
-        """Whether the model is one of OpenAI's reasoning models (their parameters differ)."""
-        return is_reasoning_model(self.model)
+        """Whether the model takes a reasoning model's parameters: one of OpenAI's reasoning
+        models by name, or one whose server refused what they refuse."""
+        return self.refused_as_reasoning or is_reasoning_model(self.model)
+
+    def refusal(self, status: int, body: str) -> VeriloopError | None:
+        """A refused parameter in one line naming the fix; a reasoning model's refusals, from
+        a model whose name did not say it reasons, teach this provider to send it a reasoning
+        model's parameters (`Reshape`: the call is asked again once)."""
+        if status != 400:
+            return None
+        param, code, message = _refused(body)
+        if code not in ("unsupported_parameter", "unsupported_value") or not param:
+            return None
+        # A call sent before another call's refusal taught this provider is refused alike.
+        if param in REASONING_REFUSES and (self.refused_as_reasoning or not self.reasoning):
+            self.refused_as_reasoning = True
+            raise Reshape(f"the server refused {param} ({message[:120]}); {self.model} is sent a reasoning model's "
+                          "parameters from now on: max_completion_tokens, and no temperature, top_p or stop")
+        if param == "reasoning_effort":
+            return VeriloopError(f"{self.model} takes no reasoning effort ({message[:120]}); drop --reasoning-effort "
+                                 "(reasoning_effort) for it")
+        return VeriloopError(f"the server refused {param} for {self.model} ({message[:160]}); {REFUSED_FIX}")
 
     def limits(self) -> list[str]:
         if not self.reasoning:
@@ -125,6 +153,24 @@ class OpenAIProvider(Provider):
                                          _count(usage, "prompt_tokens")) if i == 0 else 0,
             ))
         return out
+
+
+# What OpenAI's reasoning models refuse that other chat models take.
+REASONING_REFUSES = ("max_tokens", "temperature", "top_p", "stop")
+REFUSED_FIX = "choose a strategy or option that does not ask for it, or another model"
+
+
+def _refused(body: str) -> tuple[str, str, str]:
+    """The parameter, code and message of an OpenAI-style error body ("" where missing)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "", "", ""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return "", "", ""
+    return tuple(str(v) if isinstance(v, str) else "" for v in (error.get("param"), error.get("code"),  # type: ignore[return-value]
+                                                                   error.get("message")))
 
 
 def _is_choice(choice: Any) -> bool:
