@@ -58,12 +58,17 @@ def test_the_results_charge_the_tables_price_with_cached_prompt_tokens_cheaper(t
 
 
 def test_the_records_hold_where_the_price_came_from(tmp_path) -> None:
+    before = datetime.now(tz=UTC).date().isoformat()
     result = run(tmp_path, "openai/gpt-4o-mini")
+    after = datetime.now(tz=UTC).date().isoformat()
     prompt, completion, cached = table("gpt-4o-mini")
+    recorded = json.loads((result.out_dir / "experiment.json").read_text())["prices"]["gen"]
+    # The bundled table has no date of its own: the record names the day whose rates were taken.
+    assert recorded["rates_on"] in {before, after}
     expected = {"source": "genai-prices",
                 "per_million": {"prompt": prompt, "completion": completion, "cached_prompt": cached},
                 "table": f"genai-prices {veriloop_prices_version()} (bundled)", "table_date": None,
-                "table_model": "openai/gpt-4o-mini"}
+                "rates_on": recorded["rates_on"], "table_model": "openai/gpt-4o-mini"}
     out = result.out_dir
     assert json.loads((out / "experiment.json").read_text())["prices"] == {"gen": expected}
     assert json.loads((out / "results.json").read_text())["prices"] == {"gen": expected}

@@ -77,7 +77,9 @@ FREE = Rates()
 @dataclass(frozen=True)
 class Price:
     """How one model's calls are priced: `source` (experiment, genai-prices, free,
-    unknown), the `rates`, the `table` and its date when they came from genai-prices,
+    unknown), the `rates`, the `table` and its date when they came from genai-prices
+    (None for the table bundled in the package, which carries none) with the day whose
+    rates were taken (`rates_on`),
     the table's own name for the model, and a `note` for a model priced 0 for want of a
     price."""
 
@@ -86,6 +88,9 @@ class Price:
     table: str | None = None
     table_date: str | None = None
     table_model: str | None = None
+    # The day whose rates were taken: the table holds dated price changes, and the rates
+    # in force that day are the ones charged.
+    rates_on: str | None = None
     note: str | None = field(default=None, compare=False)
 
     def usd(self, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0,
@@ -109,7 +114,8 @@ class Price:
         if self.rates.tiers:
             out["tiers"] = [{"above_prompt_tokens": start, **rates.per_million()} for start, rates in self.rates.tiers]
         if self.source == "genai-prices":
-            out.update(table=self.table, table_date=self.table_date, table_model=self.table_model)
+            out.update(table=self.table, table_date=self.table_date, rates_on=self.rates_on,
+                       table_model=self.table_model)
         if self.note:
             out["note"] = self.note
         return out
@@ -158,14 +164,15 @@ def _from_table(provider_id: str, model: str) -> Price | None:
         provider, info = snapshot.find_provider_model(model, None, provider_id, None)
     except LookupError:
         return None
-    prices = vars(info.get_prices(datetime.now(tz=UTC)))
+    now = datetime.now(tz=UTC)
+    prices = vars(info.get_prices(now))
     if prices.get("input_mtok") is None and prices.get("output_mtok") is None:
         return None  # not priced by the token (an image or audio model)
     # The bundled table carries no date of its own (its `timestamp` is when it was
     # loaded); one fetched by genai-prices' updater does.
     date = snapshot.timestamp.date().isoformat() if snapshot.from_auto_update else None
     return Price("genai-prices", _rates(prices), table=f"genai-prices {version}" + ("" if date else " (bundled)"),
-                 table_date=date, table_model=f"{provider.id}/{info.id}")
+                 table_date=date, table_model=f"{provider.id}/{info.id}", rates_on=now.date().isoformat())
 
 
 def _rates(prices: Mapping[str, Any]) -> Rates:
