@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright import sync_api
-from view_runs import FEEDBACK, HOSTILE, PROGRAM_QUESTION, PUZZLE, STEP_CHECKS, STEP_QUESTION, TOOL_CALLS
+from view_runs import FEEDBACK, HOSTILE, PROGRAM_QUESTION, PUZZLE, STEP_CHECKS, STEP_QUESTION, TOOL_CALLS, write_run
 
 from veriloop.experiment.metrics import summarise
 from veriloop.view import data
@@ -246,3 +246,27 @@ def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir, c
     assert shown_collects == [(f"step {step[0]}", step[3]) for steps in STEP_CHECKS.values() for step in steps]
     assert seen["dialogs"] == [] and seen["errors"] == []
     assert all(url.startswith("file:") for url in seen["requests"])
+
+
+def test_a_calls_reasoning_and_what_was_sent_are_shown_folded(tmp_path, chromium, played):
+    first = played["sound"].calls[0].model_copy(update={
+        "reasoning": "<i>3 + 4 is 7</i>", "reasoning_tokens": 12, "cached_prompt_tokens": 30,
+        "sent": {"model": "o3-mini", "max_completion_tokens": 64}})
+    run = write_run(tmp_path / "reasoned", [played["sound"].model_copy(
+        update={"calls": [first, *played["sound"].calls[1:]]})])
+    report = run / "report.html"
+    report.write_text(build([run], references=False).html, encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser, page, seen = open_report(p, chromium, report)
+        page.goto(f"{report.as_uri()}#view=t&t=0")
+        page.wait_for_selector(".round")
+        card = page.locator(".card").first
+        header = card.locator(".hd").inner_text()
+        summaries = card.locator("details summary").all_text_contents()
+        card.locator("details.reasoning summary").click()
+        shown = card.locator("details.reasoning pre").inner_text()
+        browser.close()
+    assert f"{first.prompt_tokens + first.completion_tokens} tokens" in header
+    assert "12 reasoning" in header and "30 prompt cached" in header
+    assert summaries[-2:] == ["parameters sent", "the model's reasoning (12 tokens)"]
+    assert shown == "<i>3 + 4 is 7</i>" and seen["errors"] == []
