@@ -6,10 +6,12 @@ server in this process): it bills a request's prompt once whatever its `n`, coun
 tokens as words (3 more a message), and answers every sample with the suite's reply.
 Workloads, each a `veriloop run` in a subprocess with a fresh call cache and run
 directory, on Game of 24 (--n puzzles, seed 0):
-(a) self-consistency with k = 15: 15 samples of one prompt per puzzle;
-(b) the main job's four strategies (sampling k = 15 draws its samples one round at a
-    time, stopping at the first the verifier accepts, so it is one request a round
-    whatever the provider: it is here to show what does not change).
+(a) sampling with k = 15 and `together=true`: the 15 samples drawn in one call, then
+    checked in order (the suite's reply is never right, so all 15 are checked);
+(b) self-consistency with k = 15: 15 samples of one prompt per puzzle;
+(c) the main job's four strategies (its sampling, k = 15, draws one sample a round and
+    stops at the first the verifier accepts, so it is one request a round whatever the
+    provider: it is here to show what does not change).
 Baseline, same run: the same workloads against the stand-in told to ignore `n` (one
 choice per request, as llama.cpp's server does), so veriloop falls back to one request a
 sample, as every version before this one sent them.
@@ -32,6 +34,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 from standins.openai import OpenAIStandin  # noqa: E402  # the suite's stand-in, on the path just added
 
 WORKLOADS = {
+    "sampling k=15, together": ["-s", "sampling:k=15,together=true"],
     "self-consistency k=15": ["-s", "self-consistency:k=15"],
     "main job (sampling k=15)": ["--k", "15"],
 }

@@ -243,6 +243,23 @@ def test_sampling_with_the_llm_judge_verifies_each_sample() -> None:
     assert (t.stop_reason, t.correct) == ("verifier_accepted", True)
 
 
+def test_sampling_together_draws_k_samples_in_one_call_and_checks_them_in_order() -> None:
+    t, model = play("sampling:k=4,together=true", GAME24, PUZZLE, [EIGHT, TWENTY, RIGHT, TWO_ERRORS])
+    # One call for the k samples (the same cache entries as one a round; the script records
+    # a call once per reply), each its round's answer.
+    assert [(p.temperature, p.sample_offset, p.n) for _, p in model.asked] == [(1.0, 0, 4)] * 4
+    assert calls(t) == [("generate", 1, 0), ("generate", 2, 1), ("generate", 3, 2), ("generate", 4, 3)]
+    # The fourth was paid and is recorded, but never checked: the third was accepted.
+    assert [(r.round, r.verdict.ok) for r in t.rounds] == [(1, False), (2, False), (3, True)]
+    assert (t.stop_reason, t.final_text, t.correct) == ("verifier_accepted", RIGHT, True)
+
+
+def test_sampling_together_ends_with_the_last_when_none_is_accepted() -> None:
+    t, _ = play("sampling:k=2,together=true", GAME24, PUZZLE, [EIGHT, TWENTY])
+    assert [r.verdict.ok for r in t.rounds] == [False, False]
+    assert (t.stop_reason, t.final_text) == ("max_rounds", TWENTY)
+
+
 # ------------------------------------------------------------------ self-consistency
 
 

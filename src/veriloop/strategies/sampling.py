@@ -14,6 +14,10 @@ class Sampling(Strategy):
     k: int = Field(15, ge=1)
     temperature: float = 1.0
     verifier: VerifierSpec = "sound"
+    # Draw the k samples in one call (one request where the provider takes n, its prompt
+    # billed once) and check them in order: every sample is paid and recorded, those after
+    # the accepted one too. Off: one sample a round, none drawn after the accepted one.
+    together: bool = False
 
     def calls_per_instance(self) -> int | None:
         judge = verifier_calls(self.verifier)
@@ -23,6 +27,20 @@ class Sampling(Strategy):
         verifier = get_verifier(self.verifier)
         messages = episode.domain.prompt(episode.instance)
         text = ""
+        if self.together:
+            drawn = await episode.call("generate", messages, episode.params(temperature=self.temperature, n=self.k),
+                                       round=1)
+            for round, call in enumerate(episode.trajectory.calls[-self.k:], start=1):
+                call.round = round  # sample i is round i's answer, as when drawn one a round
+            for round, completion in enumerate(drawn, start=1):
+                text = completion.text
+                verdict = await verifier.verify(episode, text, round)
+                episode.add_round(round, text, verdict)
+                if verdict.ok:
+                    episode.finish(text, "verifier_accepted")
+                    return
+            episode.finish(text, "max_rounds")
+            return
         for round in range(1, self.k + 1):
             # Sample index = round - 1: the same k cache entries self-consistency draws.
             params = episode.params(temperature=self.temperature, sample_offset=round - 1)

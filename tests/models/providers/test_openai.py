@@ -127,10 +127,11 @@ def test_an_experiment_file_and_correct_reach_a_reasoning_model(tmp_path):
     assert "temperature" not in result.trajectory.calls[0].sent
 
 
-def test_k_samples_go_in_one_request_and_replay_from_the_cache(tmp_path):
+@pytest.mark.parametrize("strategy", ["self-consistency", "sampling:together=true"])
+def test_k_samples_go_in_one_request_and_replay_from_the_cache(tmp_path, strategy):
     def sampling(server, out):
         return veriloop("run", "--model", "openai/gpt-4o-mini", "--base-url", server.base_url, "--api-key", server.key,
-                        "-s", "self-consistency", "--k", "15", "-n", "2", "--out", str(out), home=tmp_path / "home")
+                        "-s", strategy, "--k", "15", "-n", "2", "--out", str(out), home=tmp_path / "home")
 
     with OpenAIStandin(ignore_n=True) as ignoring:
         first = sampling(ignoring, tmp_path / "one-by-one")
