@@ -138,7 +138,7 @@ class TestStrategyOptions:
     @pytest.mark.parametrize(
         ("spec", "message"),
         [
-            ("sampling:kk=3", "sampling has no option 'kk'; its options are k, temperature, verifier"),
+            ("sampling:kk=3", "sampling has no option 'kk'; its options are k, temperature, verifier, together"),
             ("backprompt:nonsense=1",
              "backprompt has no option 'nonsense'; its options are verifier, feedback, max_rounds, temperature"),
             ("sampling:k=abc", "sampling's option k needs a whole number, not 'abc'"),
@@ -149,7 +149,7 @@ class TestStrategyOptions:
             ("critic:init=foo", "critic's option init must be 'standard' or 'react', not 'foo'"),
             ("sampling:k=0,kk=1",
              "sampling's option k must be at least 1, not '0'; "
-             "sampling has no option 'kk'; its options are k, temperature, verifier"),
+             "sampling has no option 'kk'; its options are k, temperature, verifier, together"),
         ],
     )
     def test_cli(self, spec, message):

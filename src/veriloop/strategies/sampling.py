@@ -16,8 +16,9 @@ class Sampling(Strategy):
     verifier: VerifierSpec = "sound"
     # Draw the k samples in one call (one request where the provider takes n, its prompt
     # billed once) and check them in order: every sample is paid and recorded, those after
-    # the accepted one too. Off: one sample a round, none drawn after the accepted one.
-    together: bool = False
+    # the accepted one too. Off (None, so that runs recorded before the option keep their
+    # strategy's name): one sample a round, none drawn after the accepted one.
+    together: bool | None = None
 
     def calls_per_instance(self) -> int | None:
         judge = verifier_calls(self.verifier)
