@@ -8,8 +8,9 @@ Invariants (beyond the base's):
 - A model name without a tag means ":latest". `think` (true/false, or "low"|"medium"|
   "high") on a model that cannot think is refused; with it the message carries
   `thinking`, whose words count in eval_count and in num_predict.
-- A prompt over num_ctx (default DEFAULT_NUM_CTX) is not refused: Ollama keeps its end
-  and evaluates num_ctx tokens (counted in `truncated`). With prefix caching on,
+- A prompt over num_ctx (the request's, else the stand-in's `num_ctx`, as a server's
+  OLLAMA_CONTEXT_LENGTH sets it; default DEFAULT_NUM_CTX) is not refused: Ollama keeps
+  its end and evaluates num_ctx tokens (counted in `truncated`). With prefix caching on,
   prompt_eval_count counts only the tokens evaluated anew, and is left out when none were.
 """
 
@@ -29,8 +30,9 @@ class OllamaStandin(Standin):
     key_headers = ("authorization",)
     request_id_header = "x-standin-request-id"
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, num_ctx: int = DEFAULT_NUM_CTX, **options: Any) -> None:
         super().__init__(**options)
+        self.num_ctx = num_ctx
         self.truncated = 0
 
     def default_models(self) -> dict[str, Any]:
@@ -66,7 +68,7 @@ class OllamaStandin(Standin):
         options = body.get("options") or {}
         messages = body.get("messages") or []
         tokens = prompt_words([m.get("content") for m in messages])
-        num_ctx = options.get("num_ctx", DEFAULT_NUM_CTX)
+        num_ctx = options.get("num_ctx", self.num_ctx)
         if len(tokens) > num_ctx:
             self.truncated += 1
             tokens = tokens[-num_ctx:]
