@@ -556,7 +556,8 @@ class ServerModel:
         if isinstance(exc, openai.BadRequestError):
             if "context" in str(exc).lower():
                 return ContextOverflow(f"prompt does not fit the context of {self.name}")
-            return VeriloopError(f"the server rejected the request: {_short(exc)}")
+            return VeriloopError(f"the server rejected the request: {_short(exc)}; change what it names (the model's "
+                                 "settings or the strategy's options), then re-run")
         response = exc.response
         if isinstance(exc, openai.AuthenticationError):  # 401: the key itself
             return VeriloopError(
