@@ -88,7 +88,7 @@ class _Queue:
     journal: Journal | None
     pending: list[_Pending] = field(default_factory=list)
     waiting: dict[tuple[str, int], _Line] = field(default_factory=dict)
-    arrived: set[str] = field(default_factory=set)  # intents whose results are in
+    arrived: dict[str, None] = field(default_factory=dict)  # intents whose results are in, in arrival order
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     last: float = 0.0
@@ -289,11 +289,11 @@ class BatchModel:
             return
         finally:
             batch_status(batch, None)
+        queue.arrived[intent] = None
         self._settle(queue, intent, lines, lambda cid: outcomes.get(cid, Outcome("retry", why="no result")))
 
     def _settle(self, queue: _Queue, intent: str, lines: dict[str, _Line],
                 outcome: Callable[[str], Outcome]) -> None:
-        queue.arrived.add(intent)
         for cid, line in lines.items():
             if not line.future.done():
                 line.future.set_result(outcome(cid))
@@ -348,7 +348,7 @@ class BatchModel:
             task.cancel()
         if queue.journal is None or not normally:
             return
-        for intent in sorted(queue.arrived):
+        for intent in queue.arrived:
             try:
                 queue.journal.append({"event": "collected", "intent": intent})
             except OSError:
