@@ -24,14 +24,25 @@ def uncapped_replies() -> Iterator[None]:
 BATCH_MODELS = {"openai": "openai/gpt-4o-mini", "anthropic": "anthropic/claude-sonnet-4-5"}
 
 
-def batch_standin(provider: str, **options: Any) -> Any:
-    """The stand-in of `provider`'s batch API, its clock at the real time (finding a batch
-    a killed submit made compares the provider's creation times with the journal's)."""
+@pytest.fixture
+def batch_standin() -> Callable[..., Any]:
+    """A factory: `(provider, **options)` -> the stand-in of that provider's batch API, its
+    clock at the real time (finding the batch a killed submit made compares the provider's
+    creation times with the journal's)."""
     from standins.anthropic import AnthropicStandin
     from standins.openai import OpenAIStandin
 
-    kind = {"openai": OpenAIStandin, "anthropic": AnthropicStandin}[provider]
-    return kind(clock=int(time.time()), **options)
+    def make(provider: str, **options: Any) -> Any:
+        kind = {"openai": OpenAIStandin, "anthropic": AnthropicStandin}[provider]
+        return kind(clock=int(time.time()), **options)
+
+    return make
+
+
+@pytest.fixture
+def batch_model_ids() -> dict[str, str]:
+    """Each provider with a batch API (prefix) -> the model id the batch tests use."""
+    return dict(BATCH_MODELS)
 
 
 @pytest.fixture(params=list(BATCH_MODELS))
@@ -56,10 +67,16 @@ def batch_model() -> Any:
     return make
 
 
-def wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
-    """Wait until `done()` while `proc` runs (it ending first, or `seconds` passing, fails the test)."""
+def _wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
     deadline = time.monotonic() + seconds
     while not done():
         assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before {what}"
         assert time.monotonic() < deadline, f"no {what} within {seconds:g} s"
         time.sleep(0.02)
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., None]:
+    """`(what, done, proc)`: wait until `done()` while the subprocess `proc` runs (it ending
+    first, or two minutes passing, fails the test naming `what`)."""
+    return _wait_for

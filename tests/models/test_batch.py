@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import batch_standin
 from standins.base import Standin
 from standins.openai import OpenAIStandin
 
@@ -52,7 +51,7 @@ def records(out: Path) -> list[tuple[Any, ...]]:
                   for r in rows)
 
 
-def test_a_two_round_loop_goes_in_one_batch_per_round(tmp_path: Path, batch_model: Any,
+def test_a_two_round_loop_goes_in_one_batch_per_round(tmp_path: Path, batch_model: Any, batch_standin: Any,
                                                       batch_provider: str) -> None:
     with batch_standin(batch_provider, auto_advance=True) as standin:
         result = asyncio.run(run(batch_model(standin, tmp_path / "calls.sqlite"), tmp_path / "run"))
@@ -71,7 +70,8 @@ def test_a_two_round_loop_goes_in_one_batch_per_round(tmp_path: Path, batch_mode
     assert standin.key not in (tmp_path / "run" / "batches.jsonl").read_text()
 
 
-def test_a_finished_run_re_run_sends_nothing(tmp_path: Path, batch_model: Any, batch_provider: str) -> None:
+def test_a_finished_run_re_run_sends_nothing(tmp_path: Path, batch_model: Any, batch_standin: Any,
+                                             batch_provider: str) -> None:
     with batch_standin(batch_provider, auto_advance=True) as standin:
         asyncio.run(run(batch_model(standin, tmp_path / "calls.sqlite"), tmp_path / "run"))
         asyncio.run(run(batch_model(standin, tmp_path / "calls.sqlite"), tmp_path / "other"))
@@ -108,7 +108,8 @@ async def crash_at(model: CachedModel, out: Path, patch: pytest.MonkeyPatch, tar
 @pytest.mark.parametrize("point", ["before submit", "after submit, id unrecorded", "while polling",
                                    "results fetched, not committed"])
 def test_a_crash_at_each_point_resumes_without_a_batch_sent_twice(tmp_path: Path, batch_model: Any,
-                                                                   batch_provider: str, point: str) -> None:
+                                                                   batch_standin: Any, batch_provider: str,
+                                                                   point: str) -> None:
     api = BATCH_APIS[batch_provider]
     target, name, after = {
         "before submit": (api, "submit", False),
@@ -150,7 +151,8 @@ def test_a_crash_at_each_point_resumes_without_a_batch_sent_twice(tmp_path: Path
 EXPIRED_STATES = {"openai": ["expired", "completed", "completed"], "anthropic": ["ended", "ended", "ended"]}
 
 
-def test_expired_lines_go_in_the_next_batch(tmp_path: Path, batch_model: Any, batch_provider: str) -> None:
+def test_expired_lines_go_in_the_next_batch(tmp_path: Path, batch_model: Any, batch_standin: Any,
+                                            batch_provider: str) -> None:
     with batch_standin(batch_provider) as standin:
         async def drive() -> Any:
             task = asyncio.ensure_future(run(batch_model(standin, tmp_path / "calls.sqlite"), tmp_path / "run"))
@@ -173,7 +175,7 @@ def test_expired_lines_go_in_the_next_batch(tmp_path: Path, batch_model: Any, ba
 
 
 def test_a_failed_batch_stops_the_run_in_one_line_and_a_re_run_sends_its_calls_again(
-        tmp_path: Path, batch_model: Any) -> None:
+        tmp_path: Path, batch_model: Any, batch_standin: Any) -> None:
     # OpenAI's alone: an Anthropic message batch cannot fail as a whole (a bad request ends as
     # an errored result, test_a_refused_request_fails_its_call_in_one_line).
     with batch_standin("openai", auto_advance=True) as standin:

@@ -13,8 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-
-from conftest import BATCH_MODELS, batch_standin, wait_for
+from typing import Any
 
 N, ROUNDS = 3, 2
 STRATEGY = "backprompt:verifier=sound,feedback=first"  # the stand-in's reply is wrong: every round is used
@@ -23,12 +22,13 @@ FIRST_STATES = {"openai": ["validating, 0/3 done, 0 failed", "in_progress, 0/3 d
                 "anthropic": ["in_progress, 3 processing"]}
 
 
-def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(tmp_path: Path, batch_provider: str) -> None:
+def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(
+        tmp_path: Path, batch_provider: str, batch_standin: Any, batch_model_ids: dict[str, str], wait_for: Any) -> None:
     out, journal, said = tmp_path / "run", tmp_path / "run" / "batches.jsonl", tmp_path / "first.err"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
                                                         os.environ.get("PYTHONPATH", "")])}
     with batch_standin(batch_provider) as standin:
-        argv = [sys.executable, "-m", "veriloop.cli", "run", "--model", BATCH_MODELS[batch_provider], "--base-url",
+        argv = [sys.executable, "-m", "veriloop.cli", "run", "--model", batch_model_ids[batch_provider], "--base-url",
                 standin.base_url, "--api-key", standin.key, "--batch", "--batch-poll-seconds", "0.02", "-s", STRATEGY,
                 "--max-rounds", str(ROUNDS), "-n", str(N), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite")]
         with open(said, "wb") as stderr:
