@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import assert_one_line_error, veriloop
 from standins.base import Standin
 from standins.openai import OpenAIStandin
 
@@ -215,3 +216,27 @@ def test_anthropics_message_batches_carry_a_two_round_loop_one_batch_a_round(tmp
     assert len(set(custom_ids(standin))) == N * ROUNDS
     calls = [json.loads(line)["calls"] for line in (tmp_path / "run" / TRAJECTORIES).read_text().splitlines()]
     assert {c["sent"]["batch"] for row in calls for c in row} == {job.id for job in standin.batches}
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--batch-poll-seconds", "5"], "--batch-poll-seconds goes with --batch"),
+    (["--batch", "--executor", "ray"], "drop --executor ray, or --batch"),
+])
+def test_the_batch_options_a_run_cannot_take_are_one_line(tmp_path: Path, options: list[str], named: str) -> None:
+    assert_one_line_error(veriloop("run", "--model", "openai/gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
+                                   "-n", "1", "--out", str(tmp_path / "run"), *options, home=tmp_path), named)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_refused_request_fails_its_call_in_one_line(tmp_path: Path, batch_model: Any, batch_standin: Any,
+                                                      batch_provider: str) -> None:
+    with batch_standin(batch_provider, auto_advance=True, models={}) as standin:
+        with pytest.raises(VeriloopError) as caught:
+            asyncio.run(run(batch_model(standin, tmp_path / "calls.sqlite"), tmp_path / "run"))
+    assert str(caught.value) == {
+        "openai": "OpenAI Batch API: the server does not know the model 'gpt-4o-mini'; give --model openai/NAME with "
+                  "a name it serves",
+        "anthropic": "Anthropic does not know the model 'claude-sonnet-4-5' ('model: claude-sonnet-4-5'); give an id "
+                     "it lists, e.g. anthropic/claude-sonnet-4-5"}[batch_provider]
+    assert len(standin.batches) == 1 and standin.billed["requests"] == 0
+    assert [e["event"] for e in journal(tmp_path / "run")] == ["intent", "submitted"]  # nothing collected: an error

@@ -17,12 +17,14 @@ Crash safety (the journal, veriloop.models.batch.journal, in the run directory):
   instead of queuing them again: nothing is submitted twice;
 - an intent without its batch id (a kill during the submit) is resolved by asking the
   provider (OpenAI: the intent id in the batch's metadata; Anthropic: the intent id
-  starts every custom_id, read from the results of the batches made since): found, it
-  is collected; not found, its calls are queued afresh;
-- results are not held anywhere but the call cache: a batch is marked collected only
-  when the run ended normally (every reply it used is committed), so results fetched but
-  not committed at a kill are fetched again (providers keep them: OpenAI's files,
-  Anthropic's 29 days);
+  starts every custom_id, read from the results of the ended batches of as many
+  requests created since the intent's time less apis.CLOCK_SLACK_SECONDS: a provider's
+  clock further behind this machine's would hide the batch): found, it is collected;
+  not found, its calls are queued afresh;
+- results are not held anywhere but the call cache: a batch is marked collected (in
+  the order its results arrived) only when they were read and the run ended normally
+  (every reply it used is committed), so results fetched but not committed at a kill
+  are fetched again (providers keep them: OpenAI's files, Anthropic's 29 days);
 - an expired or cancelled line, or a provider's fault on one, goes into the next batch
   (at most MAX_TRIES times per sample); a refused line fails its call with one line; a
   batch that failed as a whole fails its calls with the provider's reason, and a re-run
