@@ -1,48 +1,57 @@
-"""A real kill -9 of `veriloop run --batch` while its batch is in progress, then the same
-command again on the same run directory: every trajectory completes, one batch per round
-was created, and no custom_id was sent twice."""
+"""A real kill -9 of `veriloop run --batch` (the command users run, in a subprocess) while its
+first batch is in progress at OpenAI's and Anthropic's stand-ins, then the same command
+again on the same run directory once the batch ended: every trajectory completes, one batch
+per round was created, no custom_id was sent twice, no call went live, and the journal
+tells each batch's story. The progress lines of the killed run name the batch and its state."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
-import time
+import sys
 from pathlib import Path
 from typing import Any
 
-from standins.openai import OpenAIStandin
-
 N, ROUNDS = 3, 2
+STRATEGY = "backprompt:verifier=sound,feedback=first"  # the stand-in's reply is wrong: every round is used
+# What the progress line says of the first batch: its state when submitted, then once running.
+FIRST_STATES = {"openai": ["validating, 0/3 done, 0 failed", "in_progress, 0/3 done, 0 failed"],
+                "anthropic": ["in_progress, 3 processing"]}
 
 
-def wait_for(what: str, done: Any, proc: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not done():
-        assert proc.poll() is None, f"the run ended before {what}: {proc.stderr.read().decode() if proc.stderr else ''}"
-        assert time.monotonic() < deadline, f"no {what} within {seconds:g} s"
-        time.sleep(0.02)
-
-
-def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(tmp_path: Path, batch_cli: list[str]) -> None:
-    out, journal = tmp_path / "run", tmp_path / "run" / "batches.jsonl"
-    with OpenAIStandin() as standin:
-        argv = [*batch_cli, "run", "--model", "openai/gpt-4o-mini", "--base-url", standin.base_url, "--api-key",
-                standin.key, "--batch", "-s", "backprompt:verifier=sound,feedback=first", "--max-rounds",
-                str(ROUNDS), "-n", str(N), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite")]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
-                                                            os.environ.get("PYTHONPATH", "")])}
-        first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(
+        tmp_path: Path, batch_provider: str, batch_standin: Any, batch_model_ids: dict[str, str], wait_for: Any) -> None:
+    out, journal, said = tmp_path / "run", tmp_path / "run" / "batches.jsonl", tmp_path / "first.err"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    with batch_standin(batch_provider) as standin:
+        argv = [sys.executable, "-m", "veriloop.cli", "run", "--model", batch_model_ids[batch_provider], "--base-url",
+                standin.base_url, "--api-key", standin.key, "--batch", "--batch-poll-seconds", "0.02", "-s", STRATEGY,
+                "--max-rounds", str(ROUNDS), "-n", str(N), "--out", str(out), "--cache", str(tmp_path / "calls.sqlite")]
+        with open(said, "wb") as stderr:
+            first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         try:
             wait_for("a submitted batch", lambda: journal.exists() and '"submitted"' in journal.read_text(), first)
-            standin.advance()  # validating -> in_progress: the batch is running when the kill comes
+            batch = standin.batches[0].id
+            for state in FIRST_STATES[batch_provider]:
+                line = f"batch {batch}: {state}"
+                wait_for(repr(line), lambda line=line: line in said.read_text(), first)  # type: ignore[misc]
+                if standin.batches[0].state == "validating":  # OpenAI's: the batch runs when the kill comes
+                    standin.advance()
             first.send_signal(signal.SIGKILL)
             first.wait()
         finally:
             if first.poll() is None:
                 first.kill()
-        assert len(standin.batches) == 1 and not (out / "trajectories.jsonl").exists()
+        assert first.returncode == -signal.SIGKILL
+        shown = re.findall(rf"^game24 x 1 strategies: batch {batch}: (.*)$", said.read_text(), re.MULTILINE)
+        assert shown == FIRST_STATES[batch_provider]
+        assert [job.state for job in standin.batches] == ["in_progress"]
+        assert not (out / "trajectories.jsonl").exists()
+        assert [e["event"] for e in map(json.loads, journal.read_text().splitlines())] == ["intent", "submitted"]
         standin.finish_batches()  # it ends while no veriloop runs
         standin.auto_advance = True
         again = subprocess.run(argv, env=env, capture_output=True, timeout=300)
@@ -52,5 +61,12 @@ def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(tmp_path: P
     assert len(standin.batches) == ROUNDS
     ids = [cid for job in standin.batches for cid in job.custom_ids]
     assert len(ids) == len(set(ids)) == N * ROUNDS
-    assert standin.billed["requests"] == 0
+    assert standin.billed["requests"] == 0 and standin.billed_batch["requests"] == N * ROUNDS
+    assert {c["sent"]["batch"] for r in rows for c in r["calls"]} == {job.id for job in standin.batches}
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    intents = list(dict.fromkeys(e["intent"] for e in entries))
+    assert [(e["event"], intents.index(e["intent"])) for e in entries] == [
+        ("intent", 0), ("submitted", 0),  # the killed run
+        ("intent", 1), ("submitted", 1), ("collected", 0), ("collected", 1)]  # the re-run: collected at its end
+    assert [e["batch"] for e in entries if e["event"] == "submitted"] == [job.id for job in standin.batches]
     assert standin.key not in journal.read_text()

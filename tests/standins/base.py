@@ -6,8 +6,9 @@ A stand-in plays one provider's documented wire format without the internet, so 
 providers are tested end to end: it enforces that provider's rules and answers with its
 exact shapes and error bodies. Invariants:
 - Everything is deterministic: ids count up from 1, timestamps come from a fake clock that
-  ticks once per object created, token counts are word counts (3 more per message), and
-  the text of sample i is `reply(messages, i)`.
+  ticks once per object created (from EPOCH, or from `clock`: a client that compares the
+  provider's times with its own is tested from the real time), token counts are word
+  counts (3 more per message), and the text of sample i is `reply(messages, i)`.
 - A prompt is billed once per request whatever the number of samples; completion tokens
   are billed per sample (reasoning included). Batch work is billed to `billed_batch` (and
   to its `Job.billed`), never to `billed`.
@@ -134,7 +135,7 @@ class Standin:
 
     def __init__(self, *, key: str = "sk-standin-key", reply: Reply | None = None,
                  models: dict[str, Any] | None = None, auto_advance: bool = False,
-                 prefix_cache: bool | None = None) -> None:
+                 prefix_cache: bool | None = None, clock: int = EPOCH) -> None:
         self.key = key
         if prefix_cache is not None:
             self.caches_prefixes = prefix_cache
@@ -150,7 +151,7 @@ class Standin:
         self.lock = threading.RLock()
         self.port = 0
         self._ids: dict[str, int] = {}
-        self._clock = EPOCH
+        self._clock = clock
         self._stack = ExitStack()
         self.request_id = ""  # the id of the request being answered (some bodies repeat it)
 

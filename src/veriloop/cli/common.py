@@ -110,6 +110,11 @@ class Opt:
         help="Send the calls through the provider's batch API (openai/, anthropic/: half the price, answers within "
         "24 h): the calls the run can make now go as one batch, recorded in --out; run the same command again to "
         "collect it and send the next round's.")]
+    BatchPollSeconds = Annotated[float | None, typer.Option(
+        metavar="SECONDS", min=0.001,
+        help="With --batch: seconds between two looks at a submitted batch; the progress line shows its id and "
+        "state at each change (default: 30).",
+    )]
     Out = Annotated[Path | None, typer.Option("--out", help="Output directory (resumable).")]
     Seed = Annotated[int, typer.Option(help="Base seed.")]
     SearchCorpus = Annotated[Path | None, typer.Option(
@@ -170,8 +175,9 @@ def tool_settings(
 class ModelChoice:
     """The model options of a command as typed: the model's settings (--model, --base-url,
     --threads, --deployment, --retry-budget, --stall-timeout, --attempt-timeout,
-    --max-reply-bytes, and --concurrency where there is one: `settings`, a ModelSettings),
-    and beside them what is not a setting: --api-key, --cache and --no-cache."""
+    --max-reply-bytes, --reasoning-effort, --batch, --batch-poll-seconds, and --concurrency
+    where there is one: `settings`, a ModelSettings), and beside them what is not a
+    setting: --api-key, --cache and --no-cache."""
 
     def __init__(
         self, model: str, base_url: str | None = None, api_key: str | None = None, cache: Path | None = None, *,

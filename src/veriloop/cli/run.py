@@ -238,6 +238,7 @@ def run(
     max_reply_bytes: Opt.MaxReplyBytes = None,
     reasoning_effort: Opt.ReasoningEffort = None,
     batch: Opt.Batch = False,
+    batch_poll_seconds: Opt.BatchPollSeconds = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
     search_corpus: Opt.SearchCorpus = None,
     search_url: Opt.SearchUrl = None,
@@ -281,9 +282,12 @@ def run(
     where = ExecutorChoice(executor, address, shard_size)
     if batch and where.ray:
         raise VeriloopError("--batch runs the trajectories here, in one process: drop --executor ray, or --batch")
+    if batch_poll_seconds is not None and not batch:
+        raise VeriloopError("--batch-poll-seconds goes with --batch (the calls sent by batch): add --batch, or drop "
+                            "--batch-poll-seconds")
     limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
                               "max_reply_bytes": max_reply_bytes, "reasoning_effort": reasoning_effort,
-                              "batch": batch or None}
+                              "batch": batch or None, "batch_poll_seconds": batch_poll_seconds}
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
         model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,

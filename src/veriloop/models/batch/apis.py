@@ -65,6 +65,7 @@ class Outcome:
     why: str = ""
 
 
+FIX_AND_RE_RUN = "change what it names, then re-run (finished work is kept)"
 PENDING = "pending"  # find(): a batch that may be the intent's has not ended yet
 
 
@@ -251,8 +252,12 @@ class OpenAIBatches(BatchAPI):
         body = response.get("body")
         text = json.dumps(body) if body is not None else json.dumps(error)
         refused = self.provider.refusal(status, text) if isinstance(status, int) else None
+        if refused is None and status == 404 and "model" in text.lower():
+            refused = VeriloopError(f"{self.name}: the server does not know the model {self.provider.model!r}; give "
+                                    f"--model {self.provider.prefix}/NAME with a name it serves")
         return Outcome("error", why=str(refused) if refused else
-                       f"{self.name} refused a request ({status or code}: {_excerpt(_server_message(text), 200)})")
+                       f"{self.name} refused a request ({status or code}: {_excerpt(_server_message(text), 200)}); "
+                       f"{FIX_AND_RE_RUN}")
 
     async def find(self, intent: str, since: float, count: int, known: set[str]) -> str | None:
         after: str | None = None
@@ -329,7 +334,8 @@ class AnthropicBatches(BatchAPI):
         text = json.dumps(error)
         refused = self.provider.refusal(400 if what == "invalid_request_error" else 500, text)
         return Outcome("error", why=str(refused) if refused else
-                       f"{self.name} refused a request ({what}: {_excerpt(str(inner.get('message') or ''), 200)})")
+                       f"{self.name} refused a request ({what}: {_excerpt(str(inner.get('message') or ''), 200)}); "
+                       f"{FIX_AND_RE_RUN}")
 
     async def find(self, intent: str, since: float, count: int, known: set[str]) -> str | None:
         after: str | None = None

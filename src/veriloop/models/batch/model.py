@@ -17,12 +17,14 @@ Crash safety (the journal, veriloop.models.batch.journal, in the run directory):
   instead of queuing them again: nothing is submitted twice;
 - an intent without its batch id (a kill during the submit) is resolved by asking the
   provider (OpenAI: the intent id in the batch's metadata; Anthropic: the intent id
-  starts every custom_id, read from the results of the batches made since): found, it
-  is collected; not found, its calls are queued afresh;
-- results are not held anywhere but the call cache: a batch is marked collected only
-  when the run ended normally (every reply it used is committed), so results fetched but
-  not committed at a kill are fetched again (providers keep them: OpenAI's files,
-  Anthropic's 29 days);
+  starts every custom_id, read from the results of the ended batches of as many
+  requests created since the intent's time less apis.CLOCK_SLACK_SECONDS: a provider's
+  clock further behind this machine's would hide the batch): found, it is collected;
+  not found, its calls are queued afresh;
+- results are not held anywhere but the call cache: a batch is marked collected (in
+  the order its results arrived) only when they were read and the run ended normally
+  (every reply it used is committed), so results fetched but not committed at a kill
+  are fetched again (providers keep them: OpenAI's files, Anthropic's 29 days);
 - an expired or cancelled line, or a provider's fault on one, goes into the next batch
   (at most MAX_TRIES times per sample); a refused line fails its call with one line; a
   batch that failed as a whole fails its calls with the provider's reason, and a re-run
@@ -88,7 +90,7 @@ class _Queue:
     journal: Journal | None
     pending: list[_Pending] = field(default_factory=list)
     waiting: dict[tuple[str, int], _Line] = field(default_factory=dict)
-    arrived: set[str] = field(default_factory=set)  # intents whose results are in
+    arrived: dict[str, None] = field(default_factory=dict)  # intents whose results are in, in arrival order
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     last: float = 0.0
@@ -289,11 +291,11 @@ class BatchModel:
             return
         finally:
             batch_status(batch, None)
+        queue.arrived[intent] = None
         self._settle(queue, intent, lines, lambda cid: outcomes.get(cid, Outcome("retry", why="no result")))
 
     def _settle(self, queue: _Queue, intent: str, lines: dict[str, _Line],
                 outcome: Callable[[str], Outcome]) -> None:
-        queue.arrived.add(intent)
         for cid, line in lines.items():
             if not line.future.done():
                 line.future.set_result(outcome(cid))
@@ -348,7 +350,7 @@ class BatchModel:
             task.cancel()
         if queue.journal is None or not normally:
             return
-        for intent in sorted(queue.arrived):
+        for intent in queue.arrived:
             try:
                 queue.journal.append({"event": "collected", "intent": intent})
             except OSError:
