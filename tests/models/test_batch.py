@@ -200,34 +200,6 @@ def test_a_failed_batch_stops_the_run_in_one_line_and_a_re_run_sends_its_calls_a
     assert len(standin.batches) == 1 + ROUNDS
 
 
-def test_anthropics_message_batches_carry_a_two_round_loop_one_batch_a_round(tmp_path: Path) -> None:
-    from standins.anthropic import AnthropicStandin
-
-    from veriloop.models import load_backend
-
-    with AnthropicStandin(auto_advance=True) as standin:
-        backend = load_backend("anthropic/claude-sonnet-4-5", base_url=standin.base_url, api_key=standin.key,
-                               batch=True, batch_poll_seconds=0.01)
-        model = CachedModel(backend, CallCache(tmp_path / "calls.sqlite"))
-        result = asyncio.run(run(model, tmp_path / "run"))
-    assert result.new_trajectories == N
-    assert [len(job.custom_ids) for job in standin.batches] == [N] * ROUNDS
-    assert standin.billed["requests"] == 0 and standin.billed_batch["requests"] == N * ROUNDS
-    assert len(set(custom_ids(standin))) == N * ROUNDS
-    calls = [json.loads(line)["calls"] for line in (tmp_path / "run" / TRAJECTORIES).read_text().splitlines()]
-    assert {c["sent"]["batch"] for row in calls for c in row} == {job.id for job in standin.batches}
-
-
-@pytest.mark.parametrize("options, named", [
-    (["--batch-poll-seconds", "5"], "--batch-poll-seconds goes with --batch"),
-    (["--batch", "--executor", "ray"], "drop --executor ray, or --batch"),
-])
-def test_the_batch_options_a_run_cannot_take_are_one_line(tmp_path: Path, options: list[str], named: str) -> None:
-    assert_one_line_error(veriloop("run", "--model", "openai/gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
-                                   "-n", "1", "--out", str(tmp_path / "run"), *options, home=tmp_path), named)
-    assert not (tmp_path / "run").exists()
-
-
 def test_a_refused_request_fails_its_call_in_one_line(tmp_path: Path, batch_model: Any, batch_standin: Any,
                                                       batch_provider: str) -> None:
     with batch_standin(batch_provider, auto_advance=True, models={}) as standin:
