@@ -200,6 +200,16 @@ def test_a_failed_batch_stops_the_run_in_one_line_and_a_re_run_sends_its_calls_a
     assert len(standin.batches) == 1 + ROUNDS
 
 
+@pytest.mark.parametrize("options, named", [
+    (["--batch-poll-seconds", "5"], "--batch-poll-seconds goes with --batch"),
+    (["--batch", "--executor", "ray"], "drop --executor ray, or --batch"),
+])
+def test_the_batch_options_a_run_cannot_take_are_one_line(tmp_path: Path, options: list[str], named: str) -> None:
+    assert_one_line_error(veriloop("run", "--model", "openai/gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
+                                   "-n", "1", "--out", str(tmp_path / "run"), *options, home=tmp_path), named)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_refused_request_fails_its_call_in_one_line(tmp_path: Path, batch_model: Any, batch_standin: Any,
                                                       batch_provider: str) -> None:
     with batch_standin(batch_provider, auto_advance=True, models={}) as standin:
