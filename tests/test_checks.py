@@ -300,6 +300,36 @@ def test_cli_check_timeout_goes_with_a_check(tmp_path):
         assert_one_line_error(proc, f"--check-timeout must be a positive number of seconds, not {bad}")
 
 
+def test_ctrl_c_raises_in_a_blocked_wait_from_before_its_check_starts(monkeypatch):
+    # A check that runs at once and busy-loops holds the GIL against the waiting thread: a
+    # Ctrl-C pressed as soon as the check runs must already find the handler that raises,
+    # or the loop's own handler takes it and the blocked wait never ends.
+    from veriloop import checks
+
+    happened: list[str] = []
+    real_signal = signal.signal
+
+    def recording_signal(signum, handler):
+        if signum == signal.SIGINT and handler is signal.default_int_handler:
+            happened.append("ctrl-c raises")
+        return real_signal(signum, handler)
+
+    class RecordingThread(threading.Thread):
+        def start(self) -> None:
+            happened.append("check starts")
+            super().start()
+
+    monkeypatch.setattr(checks.signal, "signal", recording_signal)
+    monkeypatch.setattr(checks.threading, "Thread", RecordingThread)
+    before = real_signal(signal.SIGINT, lambda signum, frame: None)  # the loop's own, as asyncio.run's
+    try:
+        assert checks.call_on_daemon_thread(lambda: 42) == 42
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # the loop's again
+    finally:
+        real_signal(signal.SIGINT, before)
+    assert happened == ["ctrl-c raises", "check starts"]
+
+
 @pytest.mark.parametrize("strategy", ["standard", "backprompt:max_rounds=1"])
 def test_cli_ctrl_c_stops_a_run_whose_check_loops_forever(tmp_path, canned_server, strategy):
     # standard judges its answer from inside the loop (blocking it); backprompt awaits the

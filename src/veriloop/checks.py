@@ -448,8 +448,11 @@ def call_on_daemon_thread(fn: Callable[[], T]) -> T:
         finally:
             finished.set()
 
-    threading.Thread(target=target, name="veriloop-check-loop", daemon=True).start()
+    # Ctrl-C raises before the thread starts: pressed once the check runs (and, in a
+    # busy check, holds the GIL against this thread), it would otherwise reach the handler
+    # of the loop this wait blocks, and be lost.
     with _ctrl_c_raises():
+        threading.Thread(target=target, name="veriloop-check-loop", daemon=True).start()
         finished.wait()
     value, error = outcome[0]
     if error is not None:
