@@ -111,7 +111,7 @@ class Http:
                         return json.loads(answer)
                     except ValueError:
                         fault = f"a body that is not JSON ({self.masked(_excerpt(answer))})"
-                elif _transient_status(status) or status == 529:
+                elif _transient_status(status):  # 529 (Anthropic overloaded) among them
                     fault = f"{status} ({self.masked(_excerpt(_server_message(answer)))})"
                 else:
                     raise self.refusal(method, shown, status, answer)
