@@ -642,8 +642,7 @@ class ServerModel:
 
     def _path_url(self) -> str:
         """The URL a generation request is posted to, as messages show it."""
-        path = getattr(self.provider, "path", None) or self.provider.request([], _PROBE, 0, 1).path
-        return self._url() + path
+        return self._url() + self.provider.path
 
     def _endpoint(self, path: str) -> str:
         """The URL of `path` below the base URL, the base URL's query kept (a key may be there)."""
@@ -748,8 +747,6 @@ def _host_url(value: str | None) -> str | None:
     host, colon, port = value.partition(":")
     return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}{colon}{port}"
 
-
-_PROBE = GenParams(max_tokens=1)  # a call whose request shows the provider's path
 
 # The name the transport had when it spoke OpenAI's format only.
 OpenAICompatModel = ServerModel

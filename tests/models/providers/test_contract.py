@@ -84,3 +84,11 @@ def test_the_same_call_always_sends_the_same_body_and_sent_holds_no_message(pref
 def test_identity_suffix_names_the_effort(prefix: str) -> None:
     assert PROVIDERS[prefix]("m", "high").identity_suffix() == "#effort=high"
     assert PROVIDERS[prefix]("m").identity_suffix() == ""
+
+
+@pytest.mark.parametrize("prefix", ("openai", *NATIVE))
+def test_a_providers_path_is_the_one_its_requests_go_to(prefix: str) -> None:
+    # Messages name the URL of a refused request by `path`, without building one.
+    provider = PROVIDERS[prefix]("some-model")
+    request = provider.request([{"role": "user", "content": "hi"}], GenParams(), 0, 1)
+    assert provider.path.startswith("/") and request.path == provider.path

@@ -91,6 +91,7 @@ class Provider:
             `VERILOOP_BASE_URL`.
         default_base_url: Its public endpoint, or None when the user must give one.
         supports: What its API accepts.
+        path: The path of a generation request below the base URL, as its requests send it.
         answer_shape: Its answer's JSON in brief, for the message about a wrong one.
         request_name, answer_name: What a request and its answer are called there
             ("a chat completion request", "a chat completion").
@@ -108,6 +109,12 @@ class Provider:
     api_name: ClassVar[str] = ""  # how a 404's hint names the API ("" : "the " + title)
     answer_name: ClassVar[str] = "an answer"
     max_n: ClassVar[int] = 128
+
+    @property
+    def path(self) -> str:
+        """The path of a generation request below the base URL ("/chat/completions"): a
+        class attribute, or a property where it names the model (Gemini's)."""
+        raise NotImplementedError
 
     def __init__(self, model: str, reasoning_effort: str | None = None) -> None:
         if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
