@@ -123,7 +123,7 @@ def test_a_commands_help_imports_that_command_alone(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "--out" in proc.stdout
     assert sorted(m for m in modules if m.startswith("veriloop.cli.")) == [
-        "veriloop.cli.common", "veriloop.cli.lazy", "veriloop.cli.reproduce",
+        "veriloop.cli.common", "veriloop.cli.lazy", "veriloop.cli.options", "veriloop.cli.reproduce",
     ]
 
 

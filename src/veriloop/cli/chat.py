@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, tool_settings
+from .common import Opt, Session, out, run_on_model, tool_settings
+from .options import TYPED, CacheFlags, ModelFlags, grouped
 
 if TYPE_CHECKING:
     from ..agent import AgentStep
@@ -17,8 +18,9 @@ if TYPE_CHECKING:
 COLOURS = {"generator": "cyan", "verifier": "yellow", "tool": "magenta", "critic": "red", "corrector": "green"}
 
 
+@grouped
 def chat(
-    model: Opt.Model = DEFAULT_MODEL,
+    model: ModelFlags = TYPED,
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="Answer this one question and exit (no prompt).")
     ] = None,
@@ -32,15 +34,7 @@ def chat(
     as_json: Annotated[
         bool, typer.Option("--json", help="With --question: print the answer and every step as JSON.")
     ] = False,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
+    cache: CacheFlags = TYPED,
 ) -> None:
     """An interactive CRITIC agent in the terminal.
 
@@ -93,7 +87,4 @@ def chat(
             if question is not None:
                 break
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget, stall_timeout=stall_timeout,
-                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
-    run_on_model(choice, session)
+    run_on_model(model.choice(cache), session)

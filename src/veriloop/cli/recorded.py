@@ -12,7 +12,8 @@ import typer
 
 from ..errors import VeriloopError
 from ..printable import printable
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug, view_hint
+from .common import DEFAULT_MODEL, Session, out, run_on_model, slug, view_hint
+from .options import TYPED, CacheFlags, ServerFlags, grouped
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -138,6 +139,7 @@ def _parsed(raw: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, AnswerLine | 
 
 
 
+@grouped
 def rescore_command(
     source: Annotated[Path, typer.Argument(help="A run directory: one `veriloop import` or `veriloop run` wrote.")],
     verifier: Annotated[str, typer.Option(
@@ -166,11 +168,8 @@ def rescore_command(
         "with a higher cap to go on).", min=0)] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Stop once the judge's calls have used this many tokens.",
                                                    min=0)] = None,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
+    server: ServerFlags = TYPED,
+    cache: CacheFlags = TYPED,
 ) -> None:
     """Judge a run's recorded answers again with another verifier, generating nothing.
 
@@ -214,8 +213,7 @@ def rescore_command(
 
     try:
         if needs_model:
-            choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
-                                 concurrency=concurrency)
+            choice = server.choice_of(model, cache, concurrency=concurrency)
             result, _ = run_on_model(choice, job, progress=f"rescoring {source.name} with {label}", kept_in=run_dir)
         else:
             import asyncio

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, SEARCH_URL_HELP, ExecutorChoice, Opt, out, slug, tool_settings
+from .common import SEARCH_URL_HELP, Opt, out, slug, tool_settings
+from .options import TYPED, CacheFlags, ExecutorFlags, MainModelFlags, OptionGroup, grouped
 
 if TYPE_CHECKING:
     from ..experiment.spec import Override
@@ -32,6 +34,21 @@ def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> No
     out.print(f"{calls} backend calls; {what} in {target}/{note}", highlight=False)
 
 
+def shows(table: str, what: str, note: Callable[[Any], str] = lambda spec: "") -> Callable[[Any, Any], None]:
+    """How a reproduction shows its outcome: its report's main `table`, or, when the
+    report was not written (a budget stopped the cells), the experiment's results table."""
+
+    def show(spec: Any, result: Any) -> None:
+        if not result.report_files:
+            from .evaluate import print_results
+
+            print_results(spec, result)
+            return
+        _show(result.out_dir, table, result.backend_calls, what, note(spec))
+
+    return show
+
+
 def shipped(name: str) -> Any:
     """A shipped experiment file as it is (to turn a command's options into overrides of it)."""
     from ..experiment.spec import find_experiment, load_experiment
@@ -39,10 +56,33 @@ def shipped(name: str) -> Any:
     return load_experiment(find_experiment(name))
 
 
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="Override a key of the experiment file, repeatable (as veriloop eval --set); "
+    "applied after the options above.",
+)]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="List the cells and a call/token estimate; run nothing.")]
+
+
+@dataclass
+class ShippedFlags(OptionGroup):
+    """What every reproduction takes beside its paper's options: where it goes, the
+    user's own overrides of the shipped file, and a dry run."""
+
+    flags: ClassVar[dict[str, str]] = {"out_dir": "--out", "set_": "--set", "dry_run": "--dry-run"}
+
+    out_dir: Opt.Out = None
+    set_: SetOption = None
+    dry_run: DryRun = False
+
+    @property
+    def sets(self) -> list[str]:
+        return list(self.set_ or [])
+
+
 def run_shipped(
-    name: str, sets: Sequence[str | Override], *, transform: Callable[[Any], Any] | None = None,
-    out_dir: Path | None = None, default_out: Callable[[Any], Path], dry_run: bool = False, cache: Path | None = None,
-    api_key: str | None = None, show: Callable[[Any, Any], None], executor: ExecutorChoice | None = None,
+    name: str, sets: Sequence[str | Override], run: ShippedFlags, model: MainModelFlags, cache: CacheFlags,
+    where: ExecutorFlags, *, transform: Callable[[Any], Any] | None = None, default_out: Callable[[Any], Path],
+    show: Callable[[Any, Any], None],
 ) -> None:
     """A reproduction as `veriloop eval` runs it: the shipped experiment file `name` with
     the command's options as overrides (then the user's --set items), then `transform`
@@ -54,32 +94,13 @@ def run_shipped(
     if transform is not None:
         spec = transform(spec)
     # The key is handed to the generating models, never written into the experiment.
-    keys = {model: api_key for model in spec.generator_names()} if api_key else None
-    run_experiment_file(spec, out_dir or default_out(spec), dry_run=dry_run, cache=cache, api_keys=keys, show=show,
-                        executor=executor)
+    keys = {generator: model.api_key for generator in spec.generator_names()} if model.api_key else None
+    run_experiment_file(spec, run.out_dir or default_out(spec), dry_run=run.dry_run, cache=cache.cache,
+                        use_cache=not cache.no_cache, api_keys=keys, show=show, executor=where.where)
 
 
-def main_model(model: str | None, threads: str | None, **settings: Any) -> dict[str, Any]:
-    """A command's model options as overrides of the file's `models.main` (an option not
-    given leaves the file's value)."""
-    from ..models.llamacpp import thread_count
-    from ..models.settings import ModelSettings
-
-    chosen = ModelSettings.of(model, threads=None if threads is None else thread_count(threads, "--threads"),
-                              **settings)
-    return {f"models.main.{key}": value for key, value in chosen.settings_set().items()}
-
-
-SetOption = Annotated[list[str] | None, typer.Option(
-    "--set", metavar="KEY=VALUE", help="Override a key of the experiment file, repeatable (as veriloop eval --set); "
-    "applied after the options above.",
-)]
-DryRun = Annotated[bool, typer.Option("--dry-run", help="List the cells and a call/token estimate; run nothing.")]
-
-
+@grouped
 def self_verification(
-    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
-    = None,
     instances: Annotated[int | None, typer.Option(
         help="Instances per domain for Table 1 (sets n; the file's: 2).", min=1
     )] = None,
@@ -90,26 +111,15 @@ def self_verification(
         help="Folder with game24/, graph_coloring/, planbench/ (the file's: each set where `veriloop data install` "
         "put it, else ../shared/data; missing: generated instances)."
     )] = None,
-    out_dir: Opt.Out = None,
     max_rounds: Annotated[int | None, typer.Option(
         help="Backprompt rounds (sets max_rounds; the file's, as the paper: 15).", min=1
     )] = None,
     domains: Annotated[str | None, typer.Option(help="Comma-separated subset of the four domains.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (sets seeds = [SEED]; the file's: 0).")] = None,
-    set_: SetOption = None,
-    dry_run: DryRun = False,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
-    executor: Opt.Executor = "local",
-    address: Opt.Address = None,
-    shard_size: Opt.ShardSize = None,
+    run: ShippedFlags = TYPED,
+    model: MainModelFlags = TYPED,
+    cache: CacheFlags = TYPED,
+    where: ExecutorFlags = TYPED,
     recorded: Annotated[Path | None, typer.Option(
         help="Instead of running a model: the authors' released GPT-4 runs (the folder self_verification_outputs). "
         "Writes table1.md, table2.md, critique.md (Table A4) and figure2.png beside the paper's figures, veriloop's "
@@ -128,20 +138,16 @@ def self_verification(
     from ..experiment.spec import overrides
 
     if recorded is not None:
-        given = {"--model": model, "--instances": instances, "--verification-instances": verification_instances,
-                 "--max-rounds": max_rounds, "--domains": domains, "--seed": seed, "--set": set_,
-                 "--dry-run": dry_run or None, "--base-url": base_url, "--api-key": api_key, "--cache": cache,
-                 "--threads": threads, "--deployment": deployment, "--retry-budget": retry_budget,
-                 "--stall-timeout": stall_timeout, "--attempt-timeout": attempt_timeout,
-                 "--max-reply-bytes": max_reply_bytes, "--executor": None if executor == "local" else executor,
-                 "--address": address, "--shard-size": shard_size}
-        extra = [name for name, value in given.items() if value is not None and value is not False]
+        given = {"--instances": instances, "--verification-instances": verification_instances,
+                 "--max-rounds": max_rounds, "--domains": domains, "--seed": seed}
+        extra = [name for name, value in given.items() if value is not None]
+        extra += [flag for group in (run, model, cache, where) for flag in group.given() if flag != "--out"]
         if extra:
             raise VeriloopError(f"{extra[0]} goes with a model run; --recorded makes no model call")
         from ..datasets import locate
         from ..reproduce.recorded import reproduce_recorded
 
-        target = out_dir or Path("runs") / "reproduce-self-verification-recorded"
+        target = run.out_dir or Path("runs") / "reproduce-self-verification-recorded"
         graphs = data_root / "graph_coloring" if data_root is not None else locate("graph-coloring")
         *first, last = reproduce_recorded(recorded, graphs, target)
         from ..report import print_markdown
@@ -152,22 +158,15 @@ def self_verification(
         return
 
     sets: list[str | Override] = [*overrides({
-        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
-                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
+        **model.overrides(),
         "n": instances, "max_rounds": max_rounds, "seeds": None if seed is None else [seed],
         "data_root": data_root, "report_options.verification_instances": verification_instances,
-    }), *(set_ or [])]
+    }), *run.sets]
 
     def default_out(spec: Any) -> Path:
         return Path("runs") / f"reproduce-self-verification-{slug(spec.models['main'].id)}-n{spec.n}-seed{spec.seeds[0]}"
 
-    def show(spec: Any, result: Any) -> None:
-        if not result.report_files:
-            from .evaluate import print_results
-
-            print_results(spec, result)
-            return
-        _show(result.out_dir, "table1.md", result.backend_calls, "tables and figure", f" ({', '.join(spec.domain_keys())})")
+    show = shows("table1.md", "tables and figure", lambda spec: f" ({', '.join(spec.domain_keys())})")
 
     def only(spec: Any) -> Any:
         from ..experiment.spec import only_domains
@@ -175,13 +174,11 @@ def self_verification(
         chosen = _subset(domains, spec.domain_keys(), "domain", " for this reproduction")
         return spec if chosen is None else only_domains(spec, chosen)
 
-    run_shipped("self-verification", sets, transform=only, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
+    run_shipped("self-verification", sets, run, model, cache, where, transform=only, default_out=default_out, show=show)
 
 
+@grouped
 def critic(
-    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
-    = None,
     instances: Annotated[int | None, typer.Option(
         help="Questions / problems / prompts per task (sets n; the file's: 3).", min=1
     )] = None,
@@ -207,7 +204,6 @@ def critic(
     max_corrections: Annotated[int | None, typer.Option(
         help="Corrections per CRITIC run (default: the paper's, QA 3, math 4, toxicity 4).", min=0
     )] = None,
-    out_dir: Opt.Out = None,
     seed: Annotated[int | None, typer.Option(help="Seed (sets seeds = [SEED]; the file's: 0).")] = None,
     search_url: Annotated[
         str | None, typer.Option(help=SEARCH_URL_HELP + " Default: BM25 over the HotpotQA paragraphs.")
@@ -217,20 +213,10 @@ def critic(
         "(needs PERSPECTIVE_API_KEY); sets tools.toxicity (the file's: offline)."
     )] = None,
     allow_unisolated: Opt.Unisolated = False,
-    set_: SetOption = None,
-    dry_run: DryRun = False,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
-    executor: Opt.Executor = "local",
-    address: Opt.Address = None,
-    shard_size: Opt.ShardSize = None,
+    run: ShippedFlags = TYPED,
+    model: MainModelFlags = TYPED,
+    cache: CacheFlags = TYPED,
+    where: ExecutorFlags = TYPED,
 ) -> None:
     """CRITIC's Tables 1 (HotpotQA), 2 (GSM8K, MATH-500, SVAMP), 3 (toxicity) and 5
     (hallucination detection) and its iteration plots, every condition on the same model
@@ -247,14 +233,13 @@ def critic(
     if toxicity_backend is not None:
         tool_settings(None, None, toxicity_backend, allow_unisolated)  # the backend's name, checked
     sets: list[str | Override] = [*overrides({
-        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
-                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
+        **model.overrides(),
         "n": instances, "data_root": data_root, "tools.search_url": search_url, "tools.toxicity": toxicity_backend,
         "tools.allow_unisolated": allow_unisolated or None,
         "report_options.hallucination_samples": hallucination_samples,
         "report_options.table5": None if chosen is None else "table5" in chosen,
     }), *option_sets(shipped("critic"), k=k, max_corrections=max_corrections, generations=generations, seed=seed),
-        *(set_ or [])]
+        *run.sets]
 
     def transform(spec: Any) -> Any:
         if svamp is not None:
@@ -272,21 +257,13 @@ def critic(
     def default_out(spec: Any) -> Path:
         return Path("runs") / f"reproduce-critic-{slug(spec.models['main'].id)}-n{spec.n}-seed{spec.seeds[0]}"
 
-    def show(spec: Any, result: Any) -> None:
-        if not result.report_files:
-            from .evaluate import print_results
+    show = shows("critic.md", "tables and figure")
 
-            print_results(spec, result)
-            return
-        _show(result.out_dir, "critic.md", result.backend_calls, "tables and figure")
-
-    run_shipped("critic", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
+    run_shipped("critic", sets, run, model, cache, where, transform=transform, default_out=default_out, show=show)
 
 
+@grouped
 def selfcheck(
-    model: Annotated[str | None, typer.Option(help=f"Model id (sets models.main.id; the file's: {DEFAULT_MODEL}).")]
-    = None,
     questions: Annotated[int | None, typer.Option(
         help="Questions, the first ones of the file (sets n; the file's: 10).", min=1
     )] = None,
@@ -319,23 +296,12 @@ def selfcheck(
     majority_cap: Annotated[int | None, typer.Option(
         help="Most samples majority voting may draw to match SelfCheck's token budget (the file's: 16).", min=1
     )] = None,
-    out_dir: Opt.Out = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the samples and of the orderings (the file's: 0).")]
     = None,
-    set_: SetOption = None,
-    dry_run: DryRun = False,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
-    executor: Opt.Executor = "local",
-    address: Opt.Address = None,
-    shard_size: Opt.ShardSize = None,
+    run: ShippedFlags = TYPED,
+    model: MainModelFlags = TYPED,
+    cache: CacheFlags = TYPED,
+    where: ExecutorFlags = TYPED,
 ) -> None:
     """SelfCheck's evaluation on one dataset: accuracy against the number of solutions
     for weighted and majority voting (same solutions, ± standard error), TPR/FPR at
@@ -352,8 +318,7 @@ def selfcheck(
     from ..reproduce.selfcheck import DATASET_OF, DATASETS, checkers
 
     items: dict[str, Any] = {
-        **main_model(model, threads, base_url=base_url, deployment=deployment, retry_budget=retry_budget,
-                     stall_timeout=stall_timeout, attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes),
+        **model.overrides(),
         "n": questions, "data_root": data_root, "seeds": None if seed is None else [seed],
         "report_options.majority_cap": majority_cap,
     }
@@ -378,7 +343,7 @@ def selfcheck(
                 spec = with_option(spec, "max_steps", max_steps)
         if spec != entry.spec:
             items[f"strategies.{i}.spec"] = spec
-    sets: list[str | Override] = [*overrides(items), *(set_ or [])]
+    sets: list[str | Override] = [*overrides(items), *run.sets]
 
     def transform(spec: Any) -> Any:
         entry = spec.domains[0]
@@ -399,13 +364,6 @@ def selfcheck(
                                f"{DATASET_OF.get(spec.domains[0].name, spec.domains[0].name)}-q{spec.n}-"
                                f"n{getattr(steps, 'n', '')}-seed{spec.seeds[0]}")
 
-    def show(spec: Any, result: Any) -> None:
-        if not result.report_files:
-            from .evaluate import print_results
+    show = shows("selfcheck.md", "tables and figures")
 
-            print_results(spec, result)
-            return
-        _show(result.out_dir, "selfcheck.md", result.backend_calls, "tables and figures")
-
-    run_shipped("selfcheck", sets, transform=transform, out_dir=out_dir, default_out=default_out, dry_run=dry_run,
-                cache=cache, api_key=api_key, show=show, executor=ExecutorChoice(executor, address, shard_size))
+    run_shipped("selfcheck", sets, run, model, cache, where, transform=transform, default_out=default_out, show=show)

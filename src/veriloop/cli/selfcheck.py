@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model
+from .common import Session, out, run_on_model
+from .options import TYPED, CacheFlags, ModelFlags, grouped
 
 if TYPE_CHECKING:
     from ..selfcheck import SolutionCheck
@@ -30,6 +31,7 @@ def read_text_arg(value: str | None, path: Path | None, what: str) -> str:
         raise VeriloopError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+@grouped
 def selfcheck(
     question: Annotated[str | None, typer.Option(help="The question, as text.")] = None,
     question_file: Annotated[
@@ -39,7 +41,7 @@ def selfcheck(
     solution_file: Annotated[
         Path | None, typer.Option(help="The solution, from a file (- for standard input).")
     ] = None,
-    model: Opt.Model = DEFAULT_MODEL,
+    model: ModelFlags = TYPED,
     threshold: Annotated[
         float, typer.Option(help="Accept when the confidence is above this.", min=0.0, max=1.0)
     ] = 0.6,
@@ -49,15 +51,7 @@ def selfcheck(
         float, typer.Option(help="Weight of an unrelated or unreadable step (λ₀).", min=0.0)
     ] = 0.3,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole check as JSON.")] = False,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
+    cache: CacheFlags = TYPED,
 ) -> None:
     """Check any step-by-step solution with SelfCheck: for each step, what it aims at,
     what it uses, an independent redo, and whether the redo supports it; then the
@@ -76,15 +70,13 @@ def selfcheck(
     async def job(s: Session) -> SolutionCheck:
         return await check_solution(s.model, question_text, solution_text, settings, on_progress=s.progress.update)
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget, stall_timeout=stall_timeout,
-                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
+    choice = model.choice(cache)
     check, _ = run_on_model(choice, job, progress="selfcheck: steps checked")
     accepted = check.confidence > threshold
     if as_json:
         print(json.dumps({**check.model_dump(), "accepted": accepted, "threshold": threshold}, ensure_ascii=False))
     else:
-        show_check(check, model, threshold, accepted)
+        show_check(check, model.model, threshold, accepted)
     raise typer.Exit(0 if accepted else 1)
 
 

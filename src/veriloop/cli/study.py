@@ -7,32 +7,26 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_MODEL, ModelChoice, Opt, Session, out, run_on_model, slug
+from .common import Session, out, run_on_model, slug
+from .options import TYPED, CacheFlags, ModelFlags, grouped
 
 if TYPE_CHECKING:
     from ..studies.verification import JudgedItem
 
 
+@grouped
 def verification(
     domain: Annotated[
         str, typer.Option(help="Domain (game24, coloring, blocksworld, mystery_blocksworld).")
     ] = "game24",
-    model: Opt.Model = DEFAULT_MODEL,
+    model: ModelFlags = TYPED,
     n: Annotated[int, typer.Option("-n", help="Instances.", min=1)] = 5,
     offset: Annotated[int, typer.Option(help="Skip this many instances first.", min=0)] = 0,
     data: Annotated[Path | None, typer.Option(help="Instance file or folder (default: generated).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Study directory (resumable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for candidate generation and calls.")] = 0,
     critiques: Annotated[bool, typer.Option(help="Also ask for a critique of every wrong candidate.")] = True,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
+    cache: CacheFlags = TYPED,
 ) -> None:
     """How good is the LLM as a verifier? Judge candidates of known correctness (correct,
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
@@ -43,16 +37,14 @@ def verification(
 
     dom = get_domain(domain)
     instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)
-    study_dir = out_dir or Path("runs") / f"study-verification-{domain}-{slug(model)}-seed{seed}"
+    study_dir = out_dir or Path("runs") / f"study-verification-{domain}-{slug(model.model)}-seed{seed}"
 
     async def job(s: Session) -> list[JudgedItem]:
         return await run_verification_study(
             s.model, dom, instances, study_dir, seed=seed, critiques=critiques, on_progress=s.progress.update
         )
 
-    choice = ModelChoice(model, base_url, api_key, cache, threads=threads, deployment=deployment,
-                         retry_budget=retry_budget, stall_timeout=stall_timeout,
-                         attempt_timeout=attempt_timeout, max_reply_bytes=max_reply_bytes)
+    choice = model.choice(cache)
     items, calls = run_on_model(choice, job, progress=f"{domain}: verification study", kept_in=study_dir)
     table = verification_table(items, [domain])
     (study_dir / "table2.md").write_text(table)

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import Opt, out, tool_settings
+from .common import out
+from .options import TYPED, ToolFlags, grouped
 
 
 def tools_list() -> None:
@@ -34,12 +35,10 @@ def tools_list() -> None:
     )
 
 
+@grouped
 def tools_run(
     name: Annotated[str, typer.Argument(help="Tool name: python, calculator, search, toxicity or a plugin's.")],
-    search_corpus: Opt.SearchCorpus = None,
-    search_url: Opt.SearchUrl = None,
-    toxicity_backend: Opt.Toxicity = "offline",
-    allow_unisolated: Opt.Unisolated = False,
+    tool: ToolFlags = TYPED,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the whole observation as JSON (text, ok, data, seconds)."
     )] = False,
@@ -60,9 +59,9 @@ def tools_run(
 
     if name not in TOOLS:
         raise VeriloopError(TOOLS.unknown(name))
-    if name == "search" and search_corpus is None and not (search_url or os.environ.get("VERILOOP_SEARCH_URL")):
+    if name == "search" and tool.search_corpus is None and not (tool.search_url or os.environ.get("VERILOOP_SEARCH_URL")):
         raise VeriloopError("the search tool needs --search-corpus FILE|FOLDER or --search-url URL")
-    settings = tool_settings(search_corpus, search_url, toxicity_backend, allow_unisolated, names=[name])
+    settings = tool.settings(names=[name])
     settings.use_cache = False
     text = sys.stdin.read()
     obs = asyncio.run(build_toolbox(settings).call(name, text))
