@@ -126,3 +126,23 @@ class Gated:
         if self.say_sample:
             return f"reply {number} to sample {params.sample_offset} at t={params.temperature}"
         return f"reply {number}"
+
+
+class Adder:
+    """A model that adds the two numbers of a prompt "L+R", and counts its closings."""
+
+    backend = "function"
+    identity = "adder-v1"
+    name = "adder"
+    preferred_concurrency = 2
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    async def generate(self, messages, params):
+        left, right = messages[-1]["content"].split("+")
+        return [Completion(text=str(int(left) + int(right)), finish_reason="stop", prompt_tokens=10,
+                           completion_tokens=5) for _ in range(params.n)]
+
+    async def aclose(self) -> None:
+        self.closed += 1

@@ -27,7 +27,7 @@ from .domains.base import as_base_domain
 from .errors import VeriloopError
 from .experiment.identity import content_sha256
 from .experiment.metrics import StrategySummary
-from .experiment.runner import run_episode, run_experiment
+from .experiment.runner import run_episode
 from .experiment.spec import Experiment
 from .models import CachedModel, CallCache, Model, as_model
 from .progress import ProgressReporter
@@ -563,15 +563,26 @@ async def aevaluate(
         "domain_options": domain_options or {},
         "api": "veriloop.evaluate",
     }
+    from .experiment.engine import DomainPlan, ExecutorOptions, Progress, SingleRun, execute
+    from .experiment.spec import ModelEntry
+
     box = toolbox(tools)
+    # What a spec file cannot hold (the domain object, Strategy objects, the toolbox, the
+    # model) is given beside it; the spec keeps what the engine reads of the rest.
+    spec = Experiment.model_construct(name=f"evaluate {domain.name}", models={"main": ModelEntry.model_validate({})},
+                                      seeds=[seed], concurrency=concurrency)
+    given = SingleRun(config=config, strategies=chosen, domain=DomainPlan(
+        domain.name, domain, instances, None if data is None else str(data), dict(config), toolbox=box,
+        tools_given=True))
 
     async def run(lm: Model) -> list[Summary]:
         with _progress_bar(f"{domain.name} x {len(chosen)} strategies", progress, on_progress) as report:
-            result = await run_experiment(
-                lm, domain, chosen, instances, Path(out), seed=seed, concurrency=concurrency, config=config,
-                on_progress=report, tools=box,
-            )
-        return result.summaries
+            # The model is made (and closed) here, as `correct` makes its own: the executor takes it as it is.
+            result = await execute(spec, Path(out), options=ExecutorOptions(use_cache=False, given={"main": lm}),
+                                   progress=Progress(update=lambda _stage, done, total: report(done, total)),
+                                   single=given)
+        assert result.run is not None  # no budget stops it
+        return result.run.summaries
 
     with check_time_limit(check_timeout):
         return await _with_model(model, cache, run)
@@ -705,7 +716,8 @@ async def aeval_experiment(
         progress: Whether to show a progress bar on stderr (default None: only when
             stderr is a terminal).
         executor: "local" (the default) runs the cells in this process; "ray" runs them
-            on a Ray cluster (the result's `.cluster` then says what the workers did).
+            on a Ray cluster (the result's `.cluster` then says what the workers did);
+            a plugin's executor runs them where it says (`veriloop plugins` lists them).
         address: With `executor="ray"`, the cluster when none is initialised already:
             "auto", "ray://HOST:PORT", or None (the default) for a local one.
         shard_size: With `executor="ray"`, how many instances make one shard (default
@@ -721,8 +733,8 @@ async def aeval_experiment(
         VeriloopError: When the experiment cannot be found or read, or is not valid
             (the message names the file, line and key); when an override is malformed;
             when `models` names a model the experiment does not have; when a model the
-            cells need has no `id` and is not in `models`; when `executor` is neither
-            "local" nor "ray", or `address` or `shard_size` is given without "ray"; when
+            cells need has no `id` and is not in `models`; when `executor` is not a
+            registered executor's name, or `address` or `shard_size` is given with "local"; when
             Ray is not installed for "ray"; or when another run is using `out`.
 
     Examples:
@@ -743,7 +755,7 @@ async def aeval_experiment(
         print(row.model, row.domain, row.strategy, row.accuracy)
         ```
     """
-    from .experiment.engine import Progress, load_models, models_needed, plan, run_eval
+    from .experiment.engine import ExecutorOptions, Progress, execute, executor_names
     from .experiment.spec import Experiment as Spec
     from .experiment.spec import experiment_from_data, find_experiment, load_experiment
 
@@ -759,32 +771,13 @@ async def aeval_experiment(
     if unknown:
         raise VeriloopError(f"models= names {', '.join(unknown)}, not under the experiment's models: "
                             f"{', '.join(spec.models)}")
-    if executor not in ("local", "ray"):
-        raise VeriloopError(f"executor={executor!r}: choose 'local' or 'ray'")
-    target = Path(out)
-    plans = plan(spec, target)
-    names = models_needed(spec, plans)
-    if executor == "ray":
-        from .cluster import require_ray
-        from .experiment.engine import ExecutorOptions, run_eval_on
-
-        require_ray()
-        options = ExecutorOptions(cache_path=None if isinstance(cache, bool) else Path(cache),
-                                  use_cache=cache is not False, given=models, address=address, shard_size=shard_size)
-        with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
-            return await run_eval_on("ray", spec, target, plans, names, Progress(bar.update_stage, bar.tokens_done),
-                                     options)
-    if address is not None or shard_size is not None:
-        raise VeriloopError("address= and shard_size= go with executor='ray'")
-    loaded = load_models(spec, names, cache_path=None if isinstance(cache, bool) else Path(cache),
-                         use_cache=cache is not False, given=models)
-    try:
-        with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
-            return await run_eval(spec, target, loaded, Progress(bar.update_stage, bar.tokens_done), plans)
-    finally:
-        for name, lm in loaded.items():
-            if not (models and name in models and lm is models[name]):
-                await lm.aclose()
+    if executor not in (names := executor_names()):  # before any work
+        raise VeriloopError(f"executor={executor!r}: choose one of: {', '.join(names)}")
+    options = ExecutorOptions(cache_path=None if isinstance(cache, bool) else Path(cache), use_cache=cache is not False,
+                              given=models, address=address, shard_size=shard_size)
+    with ProgressReporter(spec.name, live=progress, plain_lines=False) as bar:
+        return await execute(spec, Path(out), executor=executor, options=options,
+                             progress=Progress(bar.update_stage, bar.tokens_done))
 
 
 def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **options: Any) -> EvalResult:
@@ -811,7 +804,8 @@ def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **o
         progress: Whether to show a progress bar on stderr (default None: only when
             stderr is a terminal).
         executor: "local" (the default) runs the cells in this process; "ray" runs them
-            on a Ray cluster (the result's `.cluster` then says what the workers did).
+            on a Ray cluster (the result's `.cluster` then says what the workers did);
+            a plugin's executor runs them where it says (`veriloop plugins` lists them).
         address: With `executor="ray"`, the cluster when none is initialised already:
             "auto", "ray://HOST:PORT", or None (the default) for a local one.
         shard_size: With `executor="ray"`, how many instances make one shard (default
@@ -827,8 +821,8 @@ def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **o
         VeriloopError: When the experiment cannot be found or read, or is not valid
             (the message names the file, line and key); when an override is malformed;
             when `models` names a model the experiment does not have; when a model the
-            cells need has no `id` and is not in `models`; when `executor` is neither
-            "local" nor "ray", or `address` or `shard_size` is given without "ray"; when
+            cells need has no `id` and is not in `models`; when `executor` is not a
+            registered executor's name, or `address` or `shard_size` is given with "local"; when
             Ray is not installed for "ray"; when another run is using `out`; or when
             called inside a running event loop (use `aeval_experiment`).
 

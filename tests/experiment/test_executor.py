@@ -9,31 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted import Adder
 
-from veriloop import Completion, VeriloopError
-from veriloop.experiment.engine import ExecutorOptions, models_needed, plan, run_eval, run_eval_on
+from veriloop import VeriloopError
+from veriloop.experiment.engine import ExecutorOptions, execute, plan, run_eval
 from veriloop.experiment.executor import EXECUTORS, open_executor
 from veriloop.experiment.spec import Experiment, parse_experiment
-
-
-class Adder:
-    """A model that adds the two numbers of a prompt "L+R", and counts its closings."""
-
-    backend = "function"
-    identity = "adder-v1"
-    name = "adder"
-    preferred_concurrency = 2
-
-    def __init__(self) -> None:
-        self.closed = 0
-
-    async def generate(self, messages, params):
-        left, right = messages[-1]["content"].split("+")
-        return [Completion(text=str(int(left) + int(right)), finish_reason="stop", prompt_tokens=10,
-                           completion_tokens=5) for _ in range(params.n)]
-
-    async def aclose(self) -> None:
-        self.closed += 1
 
 
 def sums(tmp_path: Path) -> Experiment:
@@ -70,9 +51,8 @@ def test_the_local_executor_by_name_runs_as_run_eval_does_and_leaves_a_given_mod
     given = Adder()
     direct = asyncio.run(run_eval(experiment, tmp_path / "direct", {"gen": given}, None,
                                   plan(experiment, tmp_path / "direct")))
-    plans = plan(experiment, tmp_path / "named")
-    named = asyncio.run(run_eval_on("local", experiment, tmp_path / "named", plans, models_needed(experiment, plans),
-                                    None, ExecutorOptions(use_cache=False, given={"gen": given})))
+    named = asyncio.run(execute(experiment, tmp_path / "named", executor="local",
+                                options=ExecutorOptions(use_cache=False, given={"gen": given})))
     assert figures(named) == figures(direct) == [
         ("standard", 3, 3, 3, 30, 15, 0.00006, "complete"), ("sampling:k=2", 3, 3, 3, 30, 15, 0.00006, "complete"),
     ]

@@ -273,8 +273,11 @@ class ExecutorChoice:
     shard_size: int | None = None
 
     def __post_init__(self) -> None:
-        if self.executor not in ("local", "ray"):
-            raise VeriloopError(f"--executor {self.executor!r}: choose local or ray")
+        from ..experiment.engine import executor_names
+
+        if self.executor not in (names := executor_names()):  # local, ray, or a plugin's
+            *others, last = names  # at least local and ray
+            raise VeriloopError(f"--executor {self.executor!r}: choose {', '.join(others)} or {last}")
         if self.executor == "local" and (self.address is not None or self.shard_size is not None):
             given = "--address" if self.address is not None else "--shard-size"
             raise VeriloopError(f"{given} goes with --executor ray")

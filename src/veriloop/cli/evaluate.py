@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import ExecutorChoice, Opt, _exit_interrupted, err, interrupts_deferred, out, view_hint
+from .common import ExecutorChoice, Opt, _exit_interrupted, err, out, view_hint
 
 if TYPE_CHECKING:
-    from ..experiment.engine import CellPlan, EvalResult, Progress
+    from ..experiment.engine import CellPlan, EvalResult, ExecutorOptions, Progress, SingleRun
     from ..experiment.spec import Experiment
     from ..progress import ProgressReporter
 
@@ -72,9 +72,7 @@ def run_experiment_file(
     dry run). `api_keys`: by model name (a command's --api-key); `show(spec, result)`
     prints the outcome instead of the results table (a reproduction prints its paper's);
     `executor`: where the cells run (default: here)."""
-    import asyncio
-
-    from ..experiment.engine import Progress, load_models, models_needed, plan, run_eval
+    from ..experiment.engine import ExecutorOptions, Progress, plan
     from ..progress import ProgressReporter
     from .common import slug
 
@@ -83,30 +81,13 @@ def run_experiment_file(
     if dry_run:
         print_plan(spec, plans, target)
         return None
-    names = models_needed(spec, plans)
+    where = executor or ExecutorChoice()
     reporter = ProgressReporter(f"{spec.name}")
-    progress = Progress(update=reporter.update_stage, tokens=reporter.tokens_done)
-    if executor is not None and executor.ray:
-        result = run_on_ray(spec, target, plans, names, progress, reporter, executor, cache=cache, use_cache=use_cache,
-                            api_keys=api_keys)
-    else:
-        with interrupts_deferred() as interrupted:
-            models = load_models(spec, names, cache_path=cache, use_cache=use_cache, api_keys=api_keys)
-        if interrupted.is_set():
-            _exit_interrupted(target, "while the models were loading; nothing was run")
-
-        async def go() -> EvalResult:
-            try:
-                with reporter:
-                    return await run_eval(spec, target, models, progress, plans)
-            finally:
-                for m in models.values():
-                    await m.aclose()
-
-        try:
-            result = asyncio.run(go())
-        except KeyboardInterrupt:
-            _exit_interrupted(target)
+    options = ExecutorOptions(cache_path=cache, use_cache=use_cache, api_keys=api_keys, address=where.address,
+                              shard_size=where.shard_size)
+    result = through_the_door(spec, target, where, options, reporter,
+                              Progress(update=reporter.update_stage, tokens=reporter.tokens_done), plans=plans,
+                              loading="while the models were loading; nothing was run")
     for note in result.notes:  # once per run, whichever way its outcome is shown
         err.print(f"warning: {note}", highlight=False, markup=False)
     if show is not None:
@@ -116,25 +97,28 @@ def run_experiment_file(
     return result
 
 
-def run_on_ray(
-    spec: Experiment, target: Path, plans: list[CellPlan], names: list[str], progress: Progress,
-    reporter: ProgressReporter, choice: ExecutorChoice, *, cache: Path | None, use_cache: bool,
-    api_keys: dict[str, str] | None,
+def through_the_door(
+    spec: Experiment, target: Path, where: ExecutorChoice, options: ExecutorOptions, reporter: ProgressReporter,
+    progress: Progress, *, plans: list[CellPlan] | None = None, single: SingleRun | None = None, loading: str,
 ) -> EvalResult:
-    """The cells on Ray workers (started here, stopped on the way out, Ctrl-C included)."""
+    """The experiment (or single run) through the engine's one door (engine.execute), on
+    the executor chosen, its progress on `reporter`. Ctrl-C exits with status 130 at once,
+    saying where finished work is kept; while the local executor loads its models it is
+    held back until they have loaded (`loading` says so), as llama.cpp would swallow it."""
     import asyncio
 
-    from ..experiment.engine import ExecutorOptions, run_eval_on
-
-    options = ExecutorOptions(cache_path=cache, use_cache=use_cache, api_keys=api_keys, address=choice.address,
-                              shard_size=choice.shard_size)
+    from ..experiment.engine import execute
+    from ..experiment.executor import ModelsLoadInterrupted
 
     async def go() -> EvalResult:
         with reporter:
-            return await run_eval_on("ray", spec, target, plans, names, progress, options)
+            return await execute(spec, target, executor=where.executor, options=options, progress=progress,
+                                 plans=plans, single=single)
 
     try:
         result = asyncio.run(go())
+    except ModelsLoadInterrupted:
+        _exit_interrupted(target, loading)
     except KeyboardInterrupt:
         _exit_interrupted(target)
     if result.cluster is not None:

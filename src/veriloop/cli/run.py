@@ -11,12 +11,11 @@ import typer
 from typer.core import TyperCommand
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ExecutorChoice, ModelChoice, Opt, Session, err, out, run_on_model, slug, view_hint
+from .common import DEFAULT_MODEL, ExecutorChoice, Opt, out, slug, view_hint
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
 
-    from ..cluster.driver import Job
     from ..domains.base import Instance
     from ..experiment.runner import RunResult
     from ..experiment.spec import Experiment
@@ -262,11 +261,10 @@ def run(
     verifier runs the check; a check that raises, or takes longer than --check-timeout,
     stops the run, and every trajectory finished before is kept).
     """
-    from .. import __version__
-    from ..experiment.engine import build_domain, tools_for
-    from ..experiment.runner import check_run_dir, run_experiment
-    from ..models.openai_compat import url_without_secrets
-    from ..strategies import parse_strategy, split_specs
+    from ..experiment.engine import ExecutorOptions, Progress, SingleRun, plan
+    from ..progress import ProgressReporter
+    from ..strategies import split_specs
+    from .evaluate import through_the_door
 
     with_task: dict[str, object] = {
         "--prompt": prompt, "--check": check, "--reference-field": reference_field, "--id-field": id_field,
@@ -297,50 +295,20 @@ def run(
         toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated, deployment=deployment,
         retry_budget=retry_budget, server_limits=limits, check_timeout=check_timeout,
     )
-    defaults: dict[str, object] = {"max_rounds": max_rounds, "k": k}
-    strategies = [parse_strategy(s, defaults) for s in specs]
-    planned = build_domain(spec, spec.domain_entry(spec.domain_keys()[0]))
-    dom, instances, label = planned.domain, planned.instances, planned.key
-    # The settings that define the run (experiment.identity), and the whole spec the flags
-    # filled, so the run can be re-created from its config.json.
-    config: dict[str, object] = {
-        "model": model, "base_url": url_without_secrets(base_url) if base_url else None, **planned.config,
-        "strategy_defaults": defaults,
-        "spec": spec.model_dump(), "veriloop_version": __version__,
-    }
-    config.setdefault("data", None)
-    config.setdefault("data_sha256", None)
-    from ..models.providers import limits_of
-
-    if model_limits := limits_of(model, reasoning_effort):
-        config["model_limits"] = {model: model_limits}  # what it will not do that a strategy may ask
-    for chosen in strategies:
-        chosen.check_domain(dom)  # before the model loads: a strategy that cannot run here fails now
+    (label,) = spec.domain_keys()
     run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
-    check_run_dir(run_dir, {**config, "domain": dom.name, "seed": seed})  # before the model loads; its identity after
-    if where.ray:
-        from ..cluster.driver import Job
-
-        ray_job = Job(run_dir=run_dir, config=config, domain_key=label, domain=dom, data=planned.data,
-                      instances=instances, strategies=strategies, seed=seed, generator="main", role_models={},
-                      title=label, experiment=spec)
-        result = run_job_on_ray(ray_job, model=model, base_url=base_url, api_key=api_key, cache=cache,
-                                use_cache=not no_cache, threads=threads, concurrency=concurrency, deployment=deployment,
-                                retry_budget=retry_budget, where=where, **limits)
-        print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
-        return
-    toolbox = tools_for(spec, planned)
-
-    async def job(s: Session) -> RunResult:
-        return await run_experiment(
-            s.model, dom, strategies, instances, run_dir, seed=seed, concurrency=concurrency,
-            config=config, on_progress=s.progress.update, tools=toolbox,
-        )
-
-    choice = ModelChoice(model, base_url, api_key, cache, use_cache=not no_cache, threads=threads,
-                         deployment=deployment, retry_budget=retry_budget, concurrency=concurrency, **limits)
-    result, _ = run_on_model(choice, job, progress=f"{label} x {len(strategies)} strategies", kept_in=run_dir)
-    print_run(result, strategies, specs, instances, label, model, seed, no_cache, run_dir)
+    # One run directory for every strategy, its config.json as `run` has always written it
+    # (engine.run_config): checked before the model loads, its identity once it has.
+    plans = plan(spec, run_dir, SingleRun())
+    reporter = ProgressReporter(f"{label} x {len(plans)} strategies")
+    progress = Progress(update=lambda _stage, done, total: reporter.update(done, total), tokens=reporter.tokens_done)
+    options = ExecutorOptions(cache_path=cache, use_cache=not no_cache, api_keys={"main": api_key} if api_key else None,
+                              address=where.address, shard_size=where.shard_size)
+    result = through_the_door(spec, run_dir, where, options, reporter, progress, plans=plans, single=SingleRun(),
+                              loading="while the model was loading; nothing was run")
+    assert result.run is not None  # no budget stops a single run of `run`
+    print_run(result.run, [p.strategy for p in plans], specs, plans[0].domain.instances, label, model, seed, no_cache,
+              run_dir)
 
 
 def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], instances: list[Instance], label: str,
@@ -358,50 +326,3 @@ def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], i
         f"{result.wall_seconds:.1f} s; records in {run_dir}/"
     )
     out.print(view_hint(run_dir), highlight=False, markup=False)
-
-
-def run_job_on_ray(
-    job: Job, *, model: str, base_url: str | None, api_key: str | None, cache: Path | None, use_cache: bool,
-    threads: str | None, concurrency: int | None, deployment: str | None, retry_budget: float | None,
-    where: ExecutorChoice, **server_limits: Any,
-) -> RunResult:
-    """`run`'s one run directory filled by Ray workers of its model."""
-    import asyncio
-
-    from ..cluster.driver import RayExecutor, recipe
-    from ..models.llamacpp import thread_count
-    from ..paths import default_cache_path
-    from ..progress import ProgressReporter
-    from .common import _exit_interrupted
-
-    workers_model = recipe("main", model, base_url=base_url, api_key=api_key, concurrency=concurrency,
-                           threads=None if threads is None else thread_count(threads, "--threads"),
-                           deployment=deployment, retry_budget=retry_budget, cached=use_cache, **server_limits)
-    executor = RayExecutor({"main": workers_model}, address=where.address, concurrency=concurrency,
-                           cache_path=(cache or default_cache_path()) if use_cache else None,
-                           shard_size=where.shard_size)
-    total = len(job.instances) * len(job.strategies)
-    reporter = ProgressReporter(f"{job.title} x {len(job.strategies)} strategies")
-
-    async def go() -> RunResult:
-        try:
-            with reporter:
-                reporter.update(0, total)
-                await executor.start(["main"])
-                executor.on_tokens = reporter.tokens_done
-
-                def landed(_job: Job) -> None:
-                    reporter.update(total - job.left, total)
-
-                await executor.run([job], landed)
-        finally:
-            await executor.aclose()
-        assert job.result is not None
-        return job.result
-
-    try:
-        result = asyncio.run(go())
-    except KeyboardInterrupt:
-        _exit_interrupted(job.run_dir)
-    err.print(executor.stats().note(), highlight=False)
-    return result

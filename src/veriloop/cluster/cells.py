@@ -15,6 +15,8 @@ from ..experiment.executor import (
     budget_meters,
     price_of,
     recorded_in,
+    run_groups,
+    to_run,
 )
 from ..experiment.spec import ROLE_CALLS, Experiment
 from ..models.base import Model
@@ -65,31 +67,35 @@ def ray_cells(experiment: Experiment, names: list[str], options: ExecutorOptions
     return RayCells(executor, names)
 
 
-def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[Job]:
-    """A job per cell left to run, charged to the experiment's meter and its own, which
-    start from what the records already spent (as the local engine's do)."""
+def cell_jobs(experiment: Experiment, plans: list[CellPlan]) -> list[tuple[Job, list[CellPlan]]]:
+    """A job per run directory left to run (a cell's, or a single run's with all its
+    strategies), with its plans, charged to the experiment's meter and its cells' own,
+    which start from what the records already spent (as the local engine's do)."""
     overall, cell_meters = budget_meters(experiment, plans)
     jobs = []
-    for p, cell_meter in zip(plans, cell_meters):
-        if p.finished() == p.planned:
+    for indices in run_groups(plans):
+        group = [plans[i] for i in indices]
+        if not to_run(group):
             continue
+        p = group[0]
         role_models = {call_role: name for role, name in p.cell.roles for call_role in ROLE_CALLS[role]}
-        jobs.append(Job(
+        jobs.append((Job(
             run_dir=p.run_dir, config=p.config, domain_key=p.domain.key, domain=p.domain.domain, data=p.domain.data,
-            instances=p.domain.instances, strategies=[p.strategy], seed=p.cell.seed, generator=p.cell.model,
-            role_models=role_models, title=p.cell.title, experiment=experiment,
-            meters=[overall, cell_meter], price=price_of(experiment, p.cell),
-        ))
+            instances=p.domain.instances, strategies=[g.strategy for g in group], seed=p.cell.seed,
+            generator=p.cell.model, role_models=role_models, title=p.cell.title, experiment=experiment,
+            meters=[overall, *(cell_meters[i] for i in indices)], price=price_of(experiment, p.cell),
+        ), group))
     return jobs
 
 
 async def run_cells_on_ray(
     experiment: Experiment, plans: list[CellPlan], executor: RayExecutor, progress: Progress | None = None,
 ) -> tuple[str | None, int]:
-    """`engine.run_cells` on the cluster: every cell at once, on the workers of its
+    """`LocalCells.run_cells` on the cluster: every cell at once, on the workers of its
     model; returns why the experiment stopped early (None: it did not) and how many
     trajectories were new."""
-    jobs = cell_jobs(experiment, plans)
+    grouped = cell_jobs(experiment, plans)
+    jobs = [job for job, _ in grouped]
     total = sum(p.planned for p in plans)
     finished = sum(p.finished() for p in plans)
     workers = sum(len(lane.workers) for lane in executor.lanes.values())
@@ -109,4 +115,7 @@ async def run_cells_on_ray(
     finally:
         for p in plans:
             p.recorded = recorded_in(p.run_dir, p.strategy, p.cell.seed)
+        for job, group in grouped:
+            for p in group:
+                p.run = job.result
     return executor.stopped, sum(len(job.new) for job in jobs)

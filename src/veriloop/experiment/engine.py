@@ -9,13 +9,19 @@ finished one re-runs without a model call. `run_eval` holds the experiment's dir
 The engine plans the cells and writes the results and the report; running the cells is
 an executor's (experiment.executor): here by default (LocalCells, one cell after the
 other, a cell's trajectories as many at once as its model allows), or one named in
-executor.EXECUTORS (`run_eval_on`), which the engine never imports by module.
+executor.EXECUTORS, which the engine never imports by module.
+
+`execute` is the one door every entrance goes through (`veriloop eval`, `veriloop run`,
+`veriloop reproduce`, `veriloop.evaluate`, `veriloop.eval_experiment`): it plans, opens
+the executor by name, runs and closes it. `veriloop run` and `veriloop.evaluate` write
+a single run (SingleRun): one run directory holding every strategy, which the same
+executors fill as one run (their plans share it), with no experiment files beside it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +36,7 @@ from ..models.providers import limits_of
 from ..strategies import parse_strategy
 from .dirlock import hold, refuse_if_held
 from .executor import (
+    EXECUTORS,
     CellExecutor,
     CellPlan,
     ClusterStats,
@@ -45,18 +52,19 @@ from .executor import (
     tools_for,
 )
 from .identity import content_sha256
-from .runner import check_run_dir
-from .spec import DomainEntry, Experiment, TaskEntry
+from .runner import RunResult, check_run_dir
+from .spec import Cell, DomainEntry, Experiment, TaskEntry
 
 if TYPE_CHECKING:
+    from ..strategies.base import Strategy
     from .results import CellResult
 
 # The plans and helpers the executors share are defined in .executor; these names were
 # engine's first and are still imported from here.
 __all__ = [
     "SPEC_FILE", "CellExecutor", "CellPlan", "ClusterStats", "DomainPlan", "Estimate", "EvalResult", "ExecutorOptions",
-    "LocalCells", "Progress", "build_domain", "estimate", "load_models", "models_needed", "plan", "run_eval",
-    "run_eval_on", "tools_for", "write_spec",
+    "LocalCells", "Progress", "SingleRun", "build_domain", "estimate", "execute", "executor_names", "load_models", "models_needed",
+    "plan", "run_config", "run_eval", "tools_for", "write_spec",
 ]
 
 SPEC_FILE = "experiment.json"
@@ -128,10 +136,31 @@ def experiment_of_config(config: Mapping[str, Any]) -> Experiment:
                             "was it written by another veriloop version?") from None
 
 
-def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
+@dataclass(frozen=True)
+class SingleRun:
+    """`out_dir` as ONE run directory, as `veriloop run` and `veriloop.evaluate` write it:
+    every strategy's trajectories in it, under one config.json, and no experiment's files
+    beside them (experiment.json, results.*, frontier.png: `veriloop view` and the
+    importer tell a run directory from an experiment's by them). For one model, one
+    domain or task and one seed, no roles, no cell budget and no report.
+
+    `config`: what the run's config.json records (its identity, experiment.identity);
+    default: what `veriloop run` records, from the spec. `domain`, `strategies`: given
+    from Python (a Task or domain object and its instances, Strategy objects) instead of
+    the spec's entries, which a spec file cannot hold."""
+
+    config: Mapping[str, object] | None = None
+    domain: DomainPlan | None = None
+    strategies: Sequence[Strategy] | None = None
+
+
+def plan(experiment: Experiment, out_dir: Path, single: SingleRun | None = None) -> list[CellPlan]:
     """Every cell with its domain, strategy, run directory and what it already recorded.
     Loads data and checks each strategy against its domain, but loads no model; writes
-    nothing, and refuses a directory another process holds (before any model loads)."""
+    nothing, and refuses a directory another process holds (before any model loads).
+    With `single`: the cells of one run, `out_dir` their run directory."""
+    if single is not None:
+        return _plan_single(experiment, out_dir, single)
     from ..models.openai_compat import url_without_secrets
 
     refuse_if_held(out_dir)
@@ -182,6 +211,49 @@ def plan(experiment: Experiment, out_dir: Path) -> list[CellPlan]:
     return plans
 
 
+def _plan_single(experiment: Experiment, out_dir: Path, single: SingleRun) -> list[CellPlan]:
+    """The cells of a single run (SingleRun): one plan a strategy, all in `out_dir`."""
+    refuse_if_held(out_dir)
+    generators = experiment.generator_names()
+    keys = experiment.domain_keys()
+    if len(generators) != 1 or len(experiment.seeds) != 1 or (single.domain is None and len(keys) != 1):
+        raise VeriloopError("a single run directory holds one model, one domain or task and one seed: run more "
+                            "as an experiment (veriloop eval)")
+    if experiment.cell_budget.is_set() or experiment.roles_for(generators[0]) or experiment.report:
+        raise VeriloopError("a single run directory has no cell budget, roles or report: run these as an "
+                            "experiment (veriloop eval)")
+    name, seed = generators[0], experiment.seeds[0]
+    dom = single.domain or build_domain(experiment, experiment.domain_entry(keys[0]))
+    defaults: dict[str, object] = {"max_rounds": experiment.max_rounds, "k": experiment.k}
+    # By label: the spec's entries, or the given strategies' canonical specs.
+    strategies = [(s.canonical, s) for s in single.strategies] if single.strategies is not None else [
+        (entry.key, parse_strategy(entry.spec, defaults)) for entry in experiment.strategies]
+    for _, strategy in strategies:
+        strategy.check_domain(dom.domain)  # before the model loads: a strategy that cannot run here fails now
+    config = dict(single.config) if single.config is not None else run_config(experiment, dom, defaults)
+    check_run_dir(out_dir, {**config, "domain": dom.domain.name, "seed": seed})  # its model's identity once loaded
+    return [CellPlan(Cell(name, dom.key, label, seed), dom, strategy, out_dir, config,
+                     recorded_in(out_dir, strategy, seed), single_run=True) for label, strategy in strategies]
+
+
+def run_config(experiment: Experiment, dom: DomainPlan, defaults: Mapping[str, object]) -> dict[str, object]:
+    """What `veriloop run` records in its run directory's config.json: the settings that
+    define the run (experiment.identity), and the whole spec its flags filled, so the run
+    can be re-created from it (experiment_of_config)."""
+    from ..models.openai_compat import url_without_secrets
+
+    (model,) = (experiment.models[name] for name in experiment.generator_names())
+    config: dict[str, object] = {
+        "model": model.id, "base_url": url_without_secrets(model.base_url) if model.base_url else None, **dom.config,
+        "strategy_defaults": dict(defaults), "spec": experiment.model_dump(), "veriloop_version": __version__,
+    }
+    config.setdefault("data", None)
+    config.setdefault("data_sha256", None)
+    if model.id is not None and (found := limits_of(model.id, model.reasoning_effort)):
+        config["model_limits"] = {model.id: found}  # what it will not do that a strategy may ask
+    return config
+
+
 @dataclass
 class Estimate:
     calls: int | None
@@ -215,12 +287,15 @@ class EvalResult:
     report_files: list[str] = field(default_factory=list)  # the experiment's report wrote them (in out_dir)
     cluster: ClusterStats | None = None  # under --executor ray: its workers, and those it lost
     notes: list[str] = field(default_factory=list)  # one line per model charged $0 for want of a price
+    run: RunResult | None = None  # a single run's (SingleRun): its summaries, paired comparisons and counts
 
 
 def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
-    """The models to load: those of the cells left to run, and with a report every
-    cell's (a report may call them, as the self-verification study does)."""
-    return experiment.models_used([p.cell for p in plans if experiment.report or p.finished() < p.planned])
+    """The models to load: those of the cells left to run or of a single run (opened even
+    when finished), and with a report every cell's (a report may call them, as the
+    self-verification study does)."""
+    return experiment.models_used([p.cell for p in plans if experiment.report or p.single_run
+                                   or p.finished() < p.planned])
 
 
 async def run_eval(
@@ -266,18 +341,49 @@ async def _run_eval_held(
     return result
 
 
-async def run_eval_on(
-    executor_name: str, experiment: Experiment, out_dir: Path, plans: list[CellPlan], names: list[str],
-    progress: Progress | None, options: ExecutorOptions,
+def executor_names() -> list[str]:
+    """The names `execute` opens an executor by (executor.EXECUTORS): local, ray and any
+    plugin's, for an entrance to check a name before any work."""
+    return list(EXECUTORS)
+
+
+async def execute(
+    experiment: Experiment, out_dir: Path, *, executor: str = "local", options: ExecutorOptions | None = None,
+    progress: Progress | None = None, plans: list[CellPlan] | None = None, single: SingleRun | None = None,
 ) -> EvalResult:
-    """`run_eval` on the executor called `executor_name` (executor.EXECUTORS) for the
-    models `names`: started here, and closed on the way out (cancellation included)."""
-    executor = open_executor(executor_name, experiment, names, options)
+    """The one door into the engine: plan the experiment (unless given `plans`), open the
+    executor called `executor` (executor.EXECUTORS: local, ray, or a plugin's) for the
+    models the cells need, start it, run the cells, and close it on the way out
+    (cancellation and Ctrl-C included). With `single`, `out_dir` is one run directory
+    (SingleRun): no experiment files are written, and the result's `run` holds the run's
+    summaries."""
+    options = options or ExecutorOptions()
+    plans = plans if plans is not None else plan(experiment, out_dir, single)
+    cells = open_executor(executor, experiment, models_needed(experiment, plans), options)
     try:
-        await executor.start(progress)
-        return await run_eval(experiment, out_dir, {}, progress, plans, executor=executor)
+        await cells.start(progress)
+        if single is not None:
+            return await _run_single(experiment, out_dir, progress, plans, cells)
+        return await run_eval(experiment, out_dir, {}, progress, plans, executor=cells)
     finally:
-        await executor.aclose()
+        await cells.aclose()
+
+
+async def _run_single(
+    experiment: Experiment, out_dir: Path, progress: Progress | None, plans: list[CellPlan], executor: CellExecutor,
+) -> EvalResult:
+    # The runner holds the run directory while it runs (the experiment's lock would be its own).
+    started = time.perf_counter()
+    stopped, new = await executor.run_cells(experiment, plans, progress)
+    run = next((p.run for p in plans if p.run is not None), None)
+    if run is None and stopped is None:
+        raise VeriloopError(f"the executor ended without finishing the run in {out_dir}")
+    return EvalResult(
+        out_dir=out_dir, plans=plans, stopped=stopped,
+        incomplete_cells=[p.cell.title for p in plans if p.finished() < p.planned], new_trajectories=new,
+        backend_calls=executor.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
+        cluster=executor.stats(), run=run,
+    )
 
 
 def write_spec(out_dir: Path, experiment: Experiment) -> None:

@@ -13,20 +13,26 @@ extra. The cluster in turn needs only this module and public records of the lowe
 layers (experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs
 (`CellPlan`, `DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules
 every executor applies to a cell (`price_of`, `model_prices`, `recorded_in`, `tools_for`, `api_key_of`,
-`budget_meters`).
+`budget_meters`, `run_groups`, `to_run`).
 
 Invariants every executor keeps: it writes the run directories as `runner.run_experiment`
 does (through `runner.open_run` and `runner.finish_run`), so either one resumes the
-other's run; it charges every call to the experiment's and the cell's budget meters,
-which start from what the records already spent; after `run_cells` each plan's
-`recorded` is what its run directory holds; `backend_calls` counts the samples its
-backends generated for the cells (not those replayed from a cache).
+other's run; the plans that share a run directory (a single run's, engine.SingleRun) run
+as one run of all their strategies, opened even when finished (`run_groups`, `to_run`);
+it charges every call to the experiment's and the cell's budget meters, which start
+from what the records already spent; after `run_cells` each plan's `recorded` is what
+its run directory holds and its `run` what finish_run said of it (None if it did not
+finish); `backend_calls` counts the samples its backends generated for the cells (not
+those replayed from a cache).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,12 +42,13 @@ from ..records import Trajectory
 from ..registry import Registry
 from .budget import BudgetReached, CallPrice, Meter, MeteredModel, Usage, usage_of
 from .jsonl import read_records
-from .runner import TRAJECTORIES, run_experiment
+from .runner import TRAJECTORIES, RunResult, run_experiment
 from .spec import ROLE_CALLS, Cell, Experiment
 
 if TYPE_CHECKING:
     from ..domains.base import Domain, Instance
     from ..models.base import Model
+    from ..models.cache import CallCache
     from ..models.counting import CountingModel
     from ..models.prices import Price
     from ..strategies.base import Strategy
@@ -50,13 +57,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class DomainPlan:
-    """A domain (or task) of the experiment, built, with its instances chosen."""
+    """A domain (or task) of the experiment, built, with its instances chosen. `toolbox`
+    with `tools_given`: the toolbox its cells use, given from Python (veriloop.evaluate's
+    tools=, None included) instead of the one the experiment's tool settings build."""
 
     key: str
     domain: Domain
     instances: list[Instance]
     data: str | None
     config: dict[str, object]
+    toolbox: Toolbox | None = None
+    tools_given: bool = False
 
 
 @dataclass
@@ -70,6 +81,11 @@ class CellPlan:
     run_dir: Path
     config: dict[str, object]
     recorded: list[Trajectory] = field(default_factory=list)
+    # Part of a single run (engine.SingleRun): the plans of one run directory run as one,
+    # opened (the model's identity checked, summary.json written) even when finished.
+    single_run: bool = False
+    # What runner.finish_run said of the plan's run directory, once an executor finished it.
+    run: RunResult | None = None
 
     @property
     def planned(self) -> int:
@@ -211,10 +227,12 @@ def recorded_in(run_dir: Path, strategy: Strategy, seed: int) -> list[Trajectory
 
 def tools_for(experiment: Experiment, dom: DomainPlan) -> Toolbox | None:
     """The toolbox a CRITIC domain's cells use (by the experiment's tool settings); None
-    for every other domain."""
+    for every other domain. A toolbox given with the domain comes first."""
     from ..domains.base import CriticTask
     from ..tools.config import ALL_TOOLS, ToolSettings, build_toolbox
 
+    if dom.tools_given:
+        return dom.toolbox
     if not isinstance(dom.domain, CriticTask):
         return None
     t = experiment.tools
@@ -279,16 +297,45 @@ def load_models(experiment: Experiment, names: list[str], *, cache_path: Path | 
     return loaded
 
 
+class ModelsLoadInterrupted(KeyboardInterrupt):
+    """Ctrl-C came while the local executor loaded its models: held back until they had
+    loaded (see `interrupts_deferred`), then raised before anything ran."""
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[threading.Event]:
+    """Hold Ctrl-C back until the block ends, and say whether it came.
+
+    llama.cpp loads weights in C and reports through a Python log callback; a
+    KeyboardInterrupt raised inside that callback is swallowed by ctypes ("Exception
+    ignored ...") and the run would go on as if nothing was pressed."""
+    interrupted = threading.Event()
+    # Signal handlers can only be set from the main thread; and a process started with
+    # Ctrl-C ignored (nohup, a background job) keeps ignoring it.
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class LocalCells:
     """The cells in this process, in order, each by the ordinary runner: a cell's
-    trajectories run as many at once as its model allows. Made with loaded `models` (the
-    caller's: not closed here), or by `local_cells`, which loads them in `start` and
-    closes those it loaded in `aclose`."""
+    trajectories run as many at once as its model allows; the plans of one run directory
+    (a single run's) run together, as one run of all their strategies. Made with loaded
+    `models` (the caller's: not closed here), or by `local_cells`, which loads them in
+    `start` (Ctrl-C held back until they have loaded, then ModelsLoadInterrupted) and
+    closes in `aclose` those it loaded; of a model given from Python, only the call cache
+    opened here for it."""
 
     def __init__(self, models: Mapping[str, Model]) -> None:
         self.models: dict[str, Model] = dict(models)
         self._to_load: tuple[Experiment, list[str], ExecutorOptions] | None = None
         self._owned: list[Model] = []
+        self._caches: list[CallCache] = []
         self._counted: list[CountingModel] = []
 
     @property
@@ -296,22 +343,77 @@ class LocalCells:
         return sum(m.backend_calls for m in self._counted)
 
     async def start(self, progress: Progress | None) -> None:
+        from ..models.cache import CachedModel
+
         if self._to_load is None:
             return
         (experiment, names, options), self._to_load = self._to_load, None
-        self.models = load_models(experiment, names, cache_path=options.cache_path, use_cache=options.use_cache,
-                                  given=options.given, api_keys=options.api_keys)
+        with interrupts_deferred() as interrupted:
+            self.models = load_models(experiment, names, cache_path=options.cache_path, use_cache=options.use_cache,
+                                      given=options.given, api_keys=options.api_keys)
         given = options.given or {}
-        # A model the caller gave stays the caller's to close.
-        self._owned = [m for name, m in self.models.items() if not (name in given and m is given[name])]
+        for name, m in self.models.items():
+            if name not in given or isinstance(given[name], str):
+                self._owned.append(m)  # loaded here
+            elif m is not given[name] and isinstance(m, CachedModel) and m.owns_cache:
+                self._caches.append(m.cache)  # the caller's model, in a cache opened here
+        if interrupted.is_set():
+            raise ModelsLoadInterrupted
 
     async def run_cells(self, experiment: Experiment, plans: list[CellPlan],
                         progress: Progress | None) -> tuple[str | None, int]:
+        """Run the cells in order within the budgets, the plans sharing a run directory as
+        one run; return why it stopped early (None: it did not) and how many trajectories
+        were new."""
         from ..models.counting import CountingModel
 
-        counted = {name: CountingModel(m) for name, m in self.models.items()}
-        self._counted.extend(counted.values())
-        return await run_cells(experiment, plans, counted, progress)
+        models = {name: CountingModel(m) for name, m in self.models.items()}
+        self._counted.extend(models.values())
+        overall, cell_meters = budget_meters(experiment, plans)
+        total = sum(p.planned for p in plans)
+        done = [p.finished() for p in plans]
+        tools: dict[str, Toolbox | None] = {}
+        new = 0
+        for indices in run_groups(plans):
+            group = [plans[i] for i in indices]
+            if not to_run(group):
+                continue
+            p = group[0]
+            title = f"cell {indices[0] + 1}/{len(plans)}: {p.cell.title}" if len(group) == 1 else (
+                f"{p.cell.model} · {p.cell.domain} · {len(group)} strategies · seed {p.cell.seed}")
+            generator, role_models = metered_models(
+                p.cell, models, [overall, *(cell_meters[i] for i in indices)], price_of(experiment, p.cell),
+                progress.tokens if progress else None,
+            )
+            if p.domain.key not in tools:
+                tools[p.domain.key] = tools_for(experiment, p.domain)
+
+            def report(finished: int, _total: int, i: list[int] = indices, t: str = title) -> None:
+                # The group's trajectories, over its plans: progress is counted in all.
+                for j in i:
+                    done[j] = 0
+                done[i[0]] = finished
+                if progress and progress.update:
+                    progress.update(t, sum(done), total)
+
+            before = sum(g.finished() for g in group)
+            stop: BudgetReached | None = None
+            result: RunResult | None = None
+            try:
+                result = await run_experiment(
+                    generator, p.domain.domain, [g.strategy for g in group], p.domain.instances, p.run_dir,
+                    seed=p.cell.seed, concurrency=experiment.concurrency, config=p.config,
+                    on_progress=report, tools=tools[p.domain.key], role_models=role_models,
+                )
+            except BudgetReached as exc:
+                stop = exc  # what finished is on disk; a cell's cap moves on to the next cell
+            for g in group:
+                g.recorded = recorded_in(g.run_dir, g.strategy, g.cell.seed)
+                g.run = result
+            new += sum(g.finished() for g in group) - before
+            if stop is not None and stop.scope == "experiment":
+                return str(stop), new
+        return None, new
 
     def report_models(self) -> dict[str, Model]:
         return dict(self.models)
@@ -320,9 +422,11 @@ class LocalCells:
         return None
 
     async def aclose(self) -> None:
-        owned, self._owned = self._owned, []
+        (owned, self._owned), (caches, self._caches) = (self._owned, []), (self._caches, [])
         for model in owned:
             await model.aclose()
+        for cache in caches:
+            await cache.aclose()
 
 
 def local_cells(experiment: Experiment, names: list[str], options: ExecutorOptions) -> LocalCells:
@@ -334,48 +438,19 @@ def local_cells(experiment: Experiment, names: list[str], options: ExecutorOptio
     return executor
 
 
-
-async def run_cells(
-    experiment: Experiment, plans: list[CellPlan], models: Mapping[str, Model], progress: Progress | None = None,
-) -> tuple[str | None, int]:
-    """Run the cells in order within the budgets; return why it stopped early (None: it
-    did not) and how many trajectories were new."""
-    overall, cell_meters = budget_meters(experiment, plans)
-    total = sum(p.planned for p in plans)
-    done = [p.finished() for p in plans]
-    tools: dict[str, Toolbox | None] = {}
-    new = 0
+def run_groups(plans: list[CellPlan]) -> list[list[int]]:
+    """The plans' indices by run directory, in order: one group a cell, or the plans of a
+    single run (which share theirs) together."""
+    groups: dict[Path, list[int]] = {}
     for index, p in enumerate(plans):
-        if p.finished() == p.planned:
-            continue
-        title = f"cell {index + 1}/{len(plans)}: {p.cell.title}"
-        generator, role_models = metered_models(
-            p.cell, models, [overall, cell_meters[index]], price_of(experiment, p.cell),
-            progress.tokens if progress else None,
-        )
-        if p.domain.key not in tools:
-            tools[p.domain.key] = tools_for(experiment, p.domain)
+        groups.setdefault(p.run_dir, []).append(index)
+    return list(groups.values())
 
-        def report(finished: int, _total: int, i: int = index, t: str = title) -> None:
-            done[i] = finished
-            if progress and progress.update:
-                progress.update(t, sum(done), total)
 
-        before = p.finished()
-        stop: BudgetReached | None = None
-        try:
-            await run_experiment(
-                generator, p.domain.domain, [p.strategy], p.domain.instances, p.run_dir, seed=p.cell.seed,
-                concurrency=experiment.concurrency, config=p.config,
-                on_progress=report, tools=tools[p.domain.key], role_models=role_models,
-            )
-        except BudgetReached as exc:
-            stop = exc  # what finished is on disk; a cell's cap moves on to the next cell
-        p.recorded = recorded_in(p.run_dir, p.strategy, p.cell.seed)
-        new += p.finished() - before
-        if stop is not None and stop.scope == "experiment":
-            return str(stop), new
-    return None, new
+def to_run(group: list[CellPlan]) -> bool:
+    """Whether the group's run directory is opened: it lacks trajectories, or it is a
+    single run's (whose model identity is checked and summary written on every run)."""
+    return any(p.single_run or p.finished() < p.planned for p in group)
 
 
 def metered_models(

@@ -128,19 +128,10 @@ async def run_experiment(
     roles = {r: m.identity for r, m in (role_models or {}).items()}
     # The scope tells a batch model where its journal goes and when every trajectory waits.
     with hold(out_dir), run_scope(out_dir):
-        return await _run_held(model, domain, strategies, instances, out_dir, seed, concurrency, config, on_progress,
-                               tools, role_models, roles, started)
-
-
-async def _run_held(
-    model: Model, domain: Domain, strategies: list[Strategy], instances: list[Instance], out_dir: Path, seed: int,
-    concurrency: int | None, config: Mapping[str, object] | None, on_progress: Callable[[int, int], None] | None,
-    tools: Toolbox | None, role_models: Mapping[str, Model] | None, roles: Mapping[str, str], started: float,
-) -> RunResult:
-    done, todo = open_run(out_dir, model.name, model.identity, domain, strategies, instances, seed, config, roles)
-    new = await run_pairs(model, domain, todo, out_dir, seed, total=len(strategies) * len(instances),
-                          concurrency=concurrency, on_progress=on_progress, tools=tools, role_models=role_models)
-    return finish_run(out_dir, strategies, instances, seed, done, new, started)
+        done, todo = open_run(out_dir, model.name, model.identity, domain, strategies, instances, seed, config, roles)
+        new = await run_pairs(model, domain, todo, out_dir, seed, total=len(strategies) * len(instances),
+                              concurrency=concurrency, on_progress=on_progress, tools=tools, role_models=role_models)
+        return finish_run(out_dir, strategies, instances, seed, done, new, started)
 
 
 async def run_pairs(
