@@ -153,13 +153,13 @@ def test_two_generators_two_domains_three_strategies_with_a_judge_model(tmp_path
 def test_run_records_the_spec_its_flags_filled(tmp_path) -> None:
     """`veriloop run`'s flags fill the same spec as an experiment file (one model, one
     domain, its strategies and one seed)."""
+    from veriloop.cli.options import ModelFlags, ToolFlags
     from veriloop.cli.run import run_spec
 
     spec = run_spec(
-        model="smollm2-135m", base_url=None, threads="2", domain="coloring", task=None, prompt=None, check=None,
-        reference_field=None, id_field=None, data=None, offset=3, n=4, options={"max_nodes": 6},
-        strategies=["standard", "sampling:k=2"], seed=7, max_rounds=3, k=2, concurrency=None, search_corpus=None,
-        search_url=None, toxicity_backend="offline", allow_unisolated=False,
+        ModelFlags(model="smollm2-135m", threads="2"), ToolFlags(), domain="coloring", task=None, prompt=None,
+        check=None, reference_field=None, id_field=None, data=None, offset=3, n=4, options={"max_nodes": 6},
+        strategies=["standard", "sampling:k=2"], seed=7, max_rounds=3, k=2, concurrency=None,
     )
     assert (spec.models["main"].id, spec.models["main"].threads, spec.domains[0].name, spec.domains[0].offset,
             spec.domains[0].options, spec.n, spec.seeds, spec.max_rounds, spec.k) == (

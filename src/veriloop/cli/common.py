@@ -7,11 +7,9 @@ import asyncio
 import os
 import re
 import shlex
-import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -221,6 +219,7 @@ def run_on_model(
     given), close the model, and return the job's result with the number of backend
     calls. Ctrl-C, while loading or running, exits with status 130 at once, saying where
     finished work is kept (`kept_in`)."""
+    from ..experiment.executor import interrupts_deferred
     from ..models.counting import CountingModel
 
     with interrupts_deferred() as interrupted:
@@ -242,26 +241,6 @@ def run_on_model(
     except KeyboardInterrupt:
         _exit_interrupted(kept_in)
     return result, session.backend_calls()
-
-
-@contextmanager
-def interrupts_deferred() -> Iterator[threading.Event]:
-    """Hold Ctrl-C back until the block ends, and say whether it came.
-
-    llama.cpp loads weights in C and reports through a Python log callback; a
-    KeyboardInterrupt raised inside that callback is swallowed by ctypes ("Exception
-    ignored ...") and the run would go on as if nothing was pressed."""
-    interrupted = threading.Event()
-    # Signal handlers can only be set from the main thread; and a process started with
-    # Ctrl-C ignored (nohup, a background job) keeps ignoring it.
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        yield interrupted
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass(frozen=True)

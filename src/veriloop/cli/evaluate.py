@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import ExecutorChoice, Opt, _exit_interrupted, err, out, view_hint
+from .common import ExecutorChoice, _exit_interrupted, err, out, view_hint
+from .options import TYPED, CacheFlags, ExecutorFlags, grouped
 
 if TYPE_CHECKING:
     from ..experiment.engine import CellPlan, EvalResult, ExecutorOptions, Progress, SingleRun
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from ..progress import ProgressReporter
 
 
+@grouped
 def eval_command(
     experiment: Annotated[str | None, typer.Argument(
         metavar="EXPERIMENT", help="An experiment file (.toml), or the name of a shipped one (see --list)."
@@ -33,11 +35,8 @@ def eval_command(
         "domains.0.n=3, budget.max_calls=100 (VALUE read as TOML, else as text).",
     )] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the shipped experiment files and exit.")] = False,
-    cache: Opt.Cache = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    executor: Opt.Executor = "local",
-    address: Opt.Address = None,
-    shard_size: Opt.ShardSize = None,
+    cache: CacheFlags = TYPED,
+    where: ExecutorFlags = TYPED,
 ) -> None:
     """Run an experiment written as a file: models x domains (or tasks) x strategies x
     seeds, with roles (a judge, critic or checker model apart from the generator),
@@ -58,9 +57,9 @@ def eval_command(
         return
     if experiment is None:
         raise VeriloopError("give an experiment file (or a shipped name: veriloop eval --list)")
-    where = ExecutorChoice(executor, address, shard_size)
     spec = load_experiment(find_experiment(experiment), set_ or [])
-    run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache, use_cache=not no_cache, executor=where)
+    run_experiment_file(spec, out_dir, dry_run=dry_run, cache=cache.cache, use_cache=not cache.no_cache,
+                        executor=where.where)
 
 
 def run_experiment_file(

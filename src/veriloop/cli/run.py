@@ -11,7 +11,8 @@ import typer
 from typer.core import TyperCommand
 
 from ..errors import VeriloopError
-from .common import DEFAULT_MODEL, ExecutorChoice, Opt, out, slug, view_hint
+from .common import out, slug, view_hint
+from .options import TYPED, BatchFlags, CacheFlags, ExecutorFlags, ModelFlags, ToolFlags, grouped
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
@@ -136,24 +137,21 @@ def check_task_options(
 
 
 def run_spec(
-    *, model: str, base_url: str | None, threads: str | None, domain: str, task: Path | None, prompt: str | None,
-    check: str | None, reference_field: str | None, id_field: str | None, data: Path | None, offset: int, n: int,
-    options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int, concurrency: int | None,
-    search_corpus: Path | None, search_url: str | None, toxicity_backend: str, allow_unisolated: bool,
-    deployment: str | None = None, retry_budget: float | None = None, server_limits: dict[str, Any] | None = None,
-    check_timeout: float | None = None,
+    model: ModelFlags, tool: ToolFlags, batch: BatchFlags | None = None, *, domain: str, task: Path | None,
+    prompt: str | None, check: str | None, reference_field: str | None, id_field: str | None, data: Path | None,
+    offset: int, n: int, options: dict[str, object], strategies: list[str], seed: int, max_rounds: int, k: int,
+    concurrency: int | None, check_timeout: float | None = None,
 ) -> Experiment:
     """`run`'s flags as the experiment spec `veriloop eval` reads from a file: one model,
     one domain or task, the strategies and one seed. A value the spec refuses is an
-    error naming the flag. `server_limits`: the model entry's stall_timeout,
-    attempt_timeout and max_reply_bytes."""
+    error naming the flag."""
     from pydantic import ValidationError
 
     from ..experiment.spec import Experiment
     from ..models.llamacpp import thread_count
 
-    tools = {"search_corpus": str(search_corpus) if search_corpus else None, "search_url": search_url,
-             "toxicity": toxicity_backend, "allow_unisolated": allow_unisolated}
+    tools = {"search_corpus": str(tool.search_corpus) if tool.search_corpus else None, "search_url": tool.search_url,
+             "toxicity": tool.toxicity_backend, "allow_unisolated": tool.allow_unisolated}
     entry: dict[str, object] = (
         {"file": str(task), "prompt": prompt, "check": check, "reference_field": reference_field,
          "id_field": id_field, "offset": offset, "label": f"task-{task.stem}", "check_timeout": check_timeout}
@@ -162,9 +160,9 @@ def run_spec(
     )
     fields = {
         "name": f"run {task.stem if task else domain}",
-        "models": {"main": {"id": model, "base_url": base_url, "deployment": deployment, "retry_budget": retry_budget,
-                            "threads": None if threads is None else thread_count(threads, "--threads"),
-                            **(server_limits or {})}},
+        "models": {"main": {"id": model.model, **model.settings(),
+                            "threads": None if model.threads is None else thread_count(model.threads, "--threads"),
+                            **(batch.settings() if batch else {})}},
         "tasks" if task is not None else "domains": [entry],
         "strategies": strategies, "seeds": [seed], "n": n, "max_rounds": max_rounds, "k": k,
         "concurrency": concurrency, "tools": tools,
@@ -186,6 +184,7 @@ def with_task(metavar: str, help: str, task_flag: bool = False) -> Any:
     return typer.Option(metavar=metavar, help=help if task_flag else f"With --task: {help}")
 
 
+@grouped
 def run(
     domain: Annotated[str, typer.Option(
         help="Domain to run: a built-in or an installed plugin's (listed below)."
@@ -206,7 +205,7 @@ def run(
         "run, as a check that raises does (default: 60).",
     )] = None,
     strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help=STRATEGY_HELP, metavar="SPEC")] = None,
-    model: Opt.Model = DEFAULT_MODEL,
+    model: ModelFlags = TYPED,
     n: Annotated[int, typer.Option("-n", help="Number of instances.", min=1)] = 10,
     offset: Annotated[
         int, typer.Option(help="Skip this many instances first (e.g. 900 for 4nums ranks 901+).", min=0)
@@ -226,31 +225,15 @@ def run(
             "a local model one call at a time. For a server also the requests in flight, every sample counted.",
             min=1)
     ] = None,
-    base_url: Opt.BaseUrl = None,
-    api_key: Opt.ApiKey = None,
-    cache: Opt.Cache = None,
-    threads: Opt.Threads = None,
-    deployment: Opt.Deployment = None,
-    retry_budget: Opt.RetryBudget = None,
-    stall_timeout: Opt.StallTimeout = None,
-    attempt_timeout: Opt.AttemptTimeout = None,
-    max_reply_bytes: Opt.MaxReplyBytes = None,
-    reasoning_effort: Opt.ReasoningEffort = None,
-    batch: Opt.Batch = False,
-    batch_poll_seconds: Opt.BatchPollSeconds = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the call cache.")] = False,
-    search_corpus: Opt.SearchCorpus = None,
-    search_url: Opt.SearchUrl = None,
-    toxicity_backend: Opt.Toxicity = "offline",
-    allow_unisolated: Opt.Unisolated = False,
+    cache: CacheFlags = TYPED,
+    batch: BatchFlags = TYPED,
+    tool: ToolFlags = TYPED,
     domain_option: Annotated[list[str] | None, typer.Option(
         metavar="KEY=VALUE",
         help="A domain setting KEY=VALUE, repeatable (VALUE read as JSON when it parses), "
         "e.g. toxicity's all_prompts=true, threshold=0.5, stop_below=0.1."
     )] = None,
-    executor: Opt.Executor = "local",
-    address: Opt.Address = None,
-    shard_size: Opt.ShardSize = None,
+    where: ExecutorFlags = TYPED,
 ) -> None:
     """Run strategies on a domain and print accuracy, rounds, calls, tokens and time.
 
@@ -273,42 +256,29 @@ def run(
     check_task_options(domain, task, data, domain_option, with_task)
     if check_timeout is not None and not (0 < check_timeout < float("inf")):
         raise VeriloopError(f"--check-timeout must be a positive number of seconds, not {check_timeout:g}")
-    from ..models.providers import REASONING_EFFORTS
-
-    if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
-        raise VeriloopError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, not {reasoning_effort!r}")
-    where = ExecutorChoice(executor, address, shard_size)
-    if batch and where.ray:
+    if batch.batch and where.where.ray:
         raise VeriloopError("--batch runs the trajectories here, in one process: drop --executor ray, or --batch")
-    if batch_poll_seconds is not None and not batch:
-        raise VeriloopError("--batch-poll-seconds goes with --batch (the calls sent by batch): add --batch, or drop "
-                            "--batch-poll-seconds")
-    limits: dict[str, Any] = {"stall_timeout": stall_timeout, "attempt_timeout": attempt_timeout,
-                              "max_reply_bytes": max_reply_bytes, "reasoning_effort": reasoning_effort,
-                              "batch": batch or None, "batch_poll_seconds": batch_poll_seconds}
     specs = split_specs(strategy or DEFAULT_STRATEGIES)
     spec = run_spec(
-        model=model, base_url=base_url, threads=threads, domain=domain, task=task, prompt=prompt, check=check,
-        reference_field=reference_field, id_field=id_field, data=data, offset=offset, n=n,
-        options=domain_options(domain_option or []), strategies=specs, seed=seed, max_rounds=max_rounds, k=k,
-        concurrency=concurrency, search_corpus=search_corpus, search_url=search_url,
-        toxicity_backend=toxicity_backend, allow_unisolated=allow_unisolated, deployment=deployment,
-        retry_budget=retry_budget, server_limits=limits, check_timeout=check_timeout,
+        model, tool, batch, domain=domain, task=task, prompt=prompt, check=check, reference_field=reference_field,
+        id_field=id_field, data=data, offset=offset, n=n, options=domain_options(domain_option or []),
+        strategies=specs, seed=seed, max_rounds=max_rounds, k=k, concurrency=concurrency, check_timeout=check_timeout,
     )
     (label,) = spec.domain_keys()
-    run_dir = out_dir or Path("runs") / f"{label}-{slug(model)}-seed{seed}"
+    run_dir = out_dir or Path("runs") / f"{label}-{slug(model.model)}-seed{seed}"
     # One run directory for every strategy, its config.json as `run` has always written it
     # (engine.run_config): checked before the model loads, its identity once it has.
     plans = plan(spec, run_dir, SingleRun())
     reporter = ProgressReporter(f"{label} x {len(plans)} strategies")
     progress = Progress(update=lambda _stage, done, total: reporter.update(done, total), tokens=reporter.tokens_done)
-    options = ExecutorOptions(cache_path=cache, use_cache=not no_cache, api_keys={"main": api_key} if api_key else None,
-                              address=where.address, shard_size=where.shard_size)
-    result = through_the_door(spec, run_dir, where, options, reporter, progress, plans=plans, single=SingleRun(),
+    options = ExecutorOptions(cache_path=cache.cache, use_cache=not cache.no_cache,
+                              api_keys={"main": model.api_key} if model.api_key else None, address=where.address,
+                              shard_size=where.shard_size)
+    result = through_the_door(spec, run_dir, where.where, options, reporter, progress, plans=plans, single=SingleRun(),
                               loading="while the model was loading; nothing was run")
     assert result.run is not None  # no budget stops a single run of `run`
-    print_run(result.run, [p.strategy for p in plans], specs, plans[0].domain.instances, label, model, seed, no_cache,
-              run_dir)
+    print_run(result.run, [p.strategy for p in plans], specs, plans[0].domain.instances, label, model.model, seed,
+              cache.no_cache, run_dir)
 
 
 def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], instances: list[Instance], label: str,
