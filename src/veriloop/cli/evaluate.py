@@ -109,13 +109,10 @@ def through_the_door(
     from ..experiment.engine import execute
     from ..experiment.executor import ModelsLoadInterrupted
 
-    async def go() -> EvalResult:
-        with reporter:
-            return await execute(spec, target, executor=where.executor, options=options, progress=progress,
-                                 plans=plans, single=single)
-
     try:
-        result = asyncio.run(go())
+        with reporter:
+            result = asyncio.run(execute(spec, target, executor=where.executor, options=options, progress=progress,
+                                         plans=plans, single=single))
     except ModelsLoadInterrupted:
         _exit_interrupted(target, loading)
     except KeyboardInterrupt:

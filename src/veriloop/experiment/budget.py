@@ -109,12 +109,22 @@ class Meter:
             raise BudgetReached(self.scope, f"the {self.scope} budget is spent ({shown}; max_{what})")
 
 
+@dataclass
+class BackendCalls:
+    """The samples one backend generated (completions not replayed from a cache), counted
+    at the door of each metered model in front of it: the only witness a run without a
+    cache, or a user's own function, has (see models/counting.py)."""
+
+    count: int = 0
+
+
 class MeteredModel:
     """A model whose calls are charged to meters and refused once one is spent; each of
-    its calls is priced by `price` as a call of the role `call_role`."""
+    its calls is priced by `price` as a call of the role `call_role`, and the samples its
+    backend generated are added to `backend_calls`, if given."""
 
     def __init__(self, inner: Model, meters: list[Meter], price: CallPrice, call_role: str = "generate",
-                 on_tokens: Callable[[int], None] | None = None) -> None:
+                 on_tokens: Callable[[int], None] | None = None, backend_calls: BackendCalls | None = None) -> None:
         self.inner = inner
         self.backend = inner.backend
         self.identity = inner.identity
@@ -124,11 +134,14 @@ class MeteredModel:
         self.price = price
         self.call_role = call_role
         self.on_tokens = on_tokens
+        self.backend_calls = backend_calls
 
     async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
         for meter in self.meters:
             meter.check()
         completions = await self.inner.generate(messages, params)
+        if self.backend_calls is not None:
+            self.backend_calls.count += sum(not c.cached for c in completions)
         spent = Usage()
         for c in completions:
             spent.add(call_usage(self.call_role, c.prompt_tokens, c.completion_tokens, c.cached_prompt_tokens,

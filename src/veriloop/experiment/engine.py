@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -300,45 +301,10 @@ def models_needed(experiment: Experiment, plans: list[CellPlan]) -> list[str]:
 
 async def run_eval(
     experiment: Experiment, out_dir: Path, models: Mapping[str, Model], progress: Progress | None = None,
-    plans: list[CellPlan] | None = None, executor: CellExecutor | None = None,
+    plans: list[CellPlan] | None = None,
 ) -> EvalResult:
-    """Run every cell (of `plans`, default: planned here) within budget, write the
-    experiment's results files, then its report's (a paper's tables), if it names one.
-    The cells run on `executor` (started), else here on `models` (LocalCells)."""
-    with hold(out_dir):
-        return await _run_eval_held(experiment, out_dir, progress, plans,
-                                    executor if executor is not None else LocalCells(models))
-
-
-async def _run_eval_held(
-    experiment: Experiment, out_dir: Path, progress: Progress | None, plans: list[CellPlan] | None,
-    executor: CellExecutor,
-) -> EvalResult:
-    from ..models.counting import CountingModel
-    from .results import write_results
-
-    started = time.perf_counter()
-    plans = plans if plans is not None else plan(experiment, out_dir)
-    write_spec(out_dir, experiment)
-    stopped, new = await executor.run_cells(experiment, plans, progress)
-    # A report's own calls go to the executor's models (on a cluster: its workers), counted here.
-    counted = {name: CountingModel(m) for name, m in executor.report_models().items()}
-    incomplete = [p.cell.title for p in plans if p.finished() < p.planned]
-    result = EvalResult(
-        out_dir=out_dir, plans=plans, stopped=stopped, incomplete_cells=incomplete, new_trajectories=new,
-        backend_calls=executor.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
-        cluster=executor.stats(), notes=price_notes(experiment, experiment.models_used([p.cell for p in plans])),
-    )
-    result.rows = write_results(experiment, result)
-    # A report over an experiment that a budget stopped would mix finished and missing
-    # cells in a paper's table, and its own work (a study) would spend past the cap.
-    if experiment.report and not stopped:
-        from .reports import run_report
-
-        result.report_files = await run_report(experiment, result, counted, progress)
-        result.backend_calls = executor.backend_calls + sum(m.backend_calls for m in counted.values())
-        result.wall_seconds = round(time.perf_counter() - started, 3)
-    return result
+    """`execute` on models already loaded (the caller's: not closed here), in this process."""
+    return await execute(experiment, out_dir, executor=LocalCells(models), progress=progress, plans=plans)
 
 
 def executor_names() -> list[str]:
@@ -348,42 +314,65 @@ def executor_names() -> list[str]:
 
 
 async def execute(
-    experiment: Experiment, out_dir: Path, *, executor: str = "local", options: ExecutorOptions | None = None,
-    progress: Progress | None = None, plans: list[CellPlan] | None = None, single: SingleRun | None = None,
+    experiment: Experiment, out_dir: Path, *, executor: str | CellExecutor = "local",
+    options: ExecutorOptions | None = None, progress: Progress | None = None, plans: list[CellPlan] | None = None,
+    single: SingleRun | None = None,
 ) -> EvalResult:
     """The one door into the engine: plan the experiment (unless given `plans`), open the
-    executor called `executor` (executor.EXECUTORS: local, ray, or a plugin's) for the
-    models the cells need, start it, run the cells, and close it on the way out
-    (cancellation and Ctrl-C included). With `single`, `out_dir` is one run directory
-    (SingleRun): no experiment files are written, and the result's `run` holds the run's
-    summaries."""
-    options = options or ExecutorOptions()
+    executor called `executor` (executor.EXECUTORS: local, ray, or a plugin's; or one
+    given, not started yet) for the models the cells need, start it, run the cells within
+    budget, and close it on the way out (cancellation and Ctrl-C included). Then the
+    experiment's results files and its report's (a paper's tables), if it names one.
+
+    With `single`, `out_dir` is one run directory (SingleRun): no experiment files are
+    written, the runner holds the directory, and the result's `run` holds the run's
+    summaries. Otherwise the experiment's directory is held here while the cells run."""
     plans = plans if plans is not None else plan(experiment, out_dir, single)
-    cells = open_executor(executor, experiment, models_needed(experiment, plans), options)
+    cells = executor if not isinstance(executor, str) else open_executor(
+        executor, experiment, models_needed(experiment, plans), options or ExecutorOptions())
     try:
         await cells.start(progress)
-        if single is not None:
-            return await _run_single(experiment, out_dir, progress, plans, cells)
-        return await run_eval(experiment, out_dir, {}, progress, plans, executor=cells)
+        with nullcontext() if single is not None else hold(out_dir):
+            started = time.perf_counter()
+            if single is None:
+                write_spec(out_dir, experiment)
+            stopped, new = await cells.run_cells(experiment, plans, progress)
+            result = EvalResult(
+                out_dir=out_dir, plans=plans, stopped=stopped,
+                incomplete_cells=[p.cell.title for p in plans if p.finished() < p.planned], new_trajectories=new,
+                backend_calls=cells.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
+                cluster=cells.stats(),
+            )
+            if single is not None:
+                result.run = next((p.run for p in plans if p.run is not None), None)
+                if result.run is None and stopped is None:
+                    raise VeriloopError(f"the executor ended without finishing the run in {out_dir}")
+                return result
+            return await _write_results(experiment, result, cells, progress, started)
     finally:
         await cells.aclose()
 
 
-async def _run_single(
-    experiment: Experiment, out_dir: Path, progress: Progress | None, plans: list[CellPlan], executor: CellExecutor,
+async def _write_results(
+    experiment: Experiment, result: EvalResult, cells: CellExecutor, progress: Progress | None, started: float,
 ) -> EvalResult:
-    # The runner holds the run directory while it runs (the experiment's lock would be its own).
-    started = time.perf_counter()
-    stopped, new = await executor.run_cells(experiment, plans, progress)
-    run = next((p.run for p in plans if p.run is not None), None)
-    if run is None and stopped is None:
-        raise VeriloopError(f"the executor ended without finishing the run in {out_dir}")
-    return EvalResult(
-        out_dir=out_dir, plans=plans, stopped=stopped,
-        incomplete_cells=[p.cell.title for p in plans if p.finished() < p.planned], new_trajectories=new,
-        backend_calls=executor.backend_calls, wall_seconds=round(time.perf_counter() - started, 3),
-        cluster=executor.stats(), run=run,
-    )
+    """The experiment's results files, then its report, on the executor's models."""
+    from ..models.counting import CountingModel
+    from .results import write_results
+
+    result.notes = price_notes(experiment, experiment.models_used([p.cell for p in result.plans]))
+    result.rows = write_results(experiment, result)
+    # A report over an experiment that a budget stopped would mix finished and missing
+    # cells in a paper's table, and its own work (a study) would spend past the cap.
+    if experiment.report and not result.stopped:
+        from .reports import run_report
+
+        # A report's own calls go to the executor's models (on a cluster: its workers), counted here.
+        counted = {name: CountingModel(m) for name, m in cells.report_models().items()}
+        result.report_files = await run_report(experiment, result, counted, progress)
+        result.backend_calls = cells.backend_calls + sum(m.backend_calls for m in counted.values())
+        result.wall_seconds = round(time.perf_counter() - started, 3)
+    return result
 
 
 def write_spec(out_dir: Path, experiment: Experiment) -> None:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import VeriloopError
 from ..records import Trajectory
 from ..registry import Registry
-from .budget import BudgetReached, CallPrice, Meter, MeteredModel, Usage, usage_of
+from .budget import BackendCalls, BudgetReached, CallPrice, Meter, MeteredModel, Usage, usage_of
 from .jsonl import read_records
 from .runner import TRAJECTORIES, RunResult, run_experiment
 from .spec import ROLE_CALLS, Cell, Experiment
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from ..domains.base import Domain, Instance
     from ..models.base import Model
     from ..models.cache import CallCache
-    from ..models.counting import CountingModel
     from ..models.prices import Price
     from ..strategies.base import Strategy
     from ..tools.base import Toolbox
@@ -336,11 +335,11 @@ class LocalCells:
         self._to_load: tuple[Experiment, list[str], ExecutorOptions] | None = None
         self._owned: list[Model] = []
         self._caches: list[CallCache] = []
-        self._counted: list[CountingModel] = []
+        self._counted: list[BackendCalls] = []
 
     @property
     def backend_calls(self) -> int:
-        return sum(m.backend_calls for m in self._counted)
+        return sum(counted.count for counted in self._counted)
 
     async def start(self, progress: Progress | None) -> None:
         from ..models.cache import CachedModel
@@ -365,10 +364,8 @@ class LocalCells:
         """Run the cells in order within the budgets, the plans sharing a run directory as
         one run; return why it stopped early (None: it did not) and how many trajectories
         were new."""
-        from ..models.counting import CountingModel
-
-        models = {name: CountingModel(m) for name, m in self.models.items()}
-        self._counted.extend(models.values())
+        counted = {name: BackendCalls() for name in self.models}
+        self._counted.extend(counted.values())
         overall, cell_meters = budget_meters(experiment, plans)
         total = sum(p.planned for p in plans)
         done = [p.finished() for p in plans]
@@ -382,8 +379,8 @@ class LocalCells:
             title = f"cell {indices[0] + 1}/{len(plans)}: {p.cell.title}" if len(group) == 1 else (
                 f"{p.cell.model} · {p.cell.domain} · {len(group)} strategies · seed {p.cell.seed}")
             generator, role_models = metered_models(
-                p.cell, models, [overall, *(cell_meters[i] for i in indices)], price_of(experiment, p.cell),
-                progress.tokens if progress else None,
+                p.cell, self.models, [overall, *(cell_meters[i] for i in indices)], price_of(experiment, p.cell),
+                progress.tokens if progress else None, counted,
             )
             if p.domain.key not in tools:
                 tools[p.domain.key] = tools_for(experiment, p.domain)
@@ -455,12 +452,14 @@ def to_run(group: list[CellPlan]) -> bool:
 
 def metered_models(
     cell: Cell, models: Mapping[str, Model], meters: list[Meter], usd: CallPrice,
-    on_tokens: Callable[[int], None] | None,
+    on_tokens: Callable[[int], None] | None, counted: Mapping[str, BackendCalls] | None = None,
 ) -> tuple[Model, dict[str, Model]]:
-    """The cell's generator and its role models (by call role), each charging `meters`."""
+    """The cell's generator and its role models (by call role), each charging `meters`
+    and counting its backend's samples in `counted` (by model name), if given."""
 
     def metered(name: str, call_role: str) -> MeteredModel:
-        return MeteredModel(models[name], meters, usd, call_role, on_tokens=on_tokens)
+        return MeteredModel(models[name], meters, usd, call_role, on_tokens=on_tokens,
+                            backend_calls=(counted or {}).get(name))
 
     role_models: dict[str, Model] = {}
     for role, name in cell.roles:
