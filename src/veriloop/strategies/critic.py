@@ -7,7 +7,7 @@ critic's verdict on every answer it produced (what the iteration plots are drawn
 
 Sampling follows the paper per task unless the spec says otherwise: greedy for QA;
 greedy first and top-p 0.5 for math corrections; top-p 0.9 throughout for toxicity.
-A domain states its defaults as `critic_sampling`.
+A domain states its defaults as `critic_sampling` (the `CriticSampling` capability).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Domain, as_base_domain
+from ..domains.base import CriticSampling, Domain
 from ..episode import Episode
 from ..react import react, tool_protocol
 from ..records import Message, Verdict, VerdictError
@@ -30,7 +30,8 @@ REACT_WRAP_UP = "You have used all your tool calls. Give your final answer now, 
 def _sampling(episode: Episode, key: str, override: float | None) -> float:
     if override is not None:
         return override
-    return {**GREEDY, **as_base_domain(episode.domain).critic_sampling}[key]
+    own = episode.domain.critic_sampling if isinstance(episode.domain, CriticSampling) else {}
+    return {**GREEDY, **own}[key]
 
 
 def _react_messages(episode: Episode, max_interactions: int) -> list[Message]:
