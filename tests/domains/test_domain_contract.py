@@ -14,7 +14,6 @@ import pytest
 from scripted import play
 
 from veriloop.domains.base import (
-    CAPABILITIES,
     BaseDomain,
     CriticSampling,
     CriticTask,
@@ -23,12 +22,12 @@ from veriloop.domains.base import (
     Instance,
     Message,
     PlainDomain,
-    SearchTask,
-    ToolUser,
     Verdict,
     VerdictError,
     as_base_domain,
+    capabilities,
 )
+from veriloop.tools.config import SearchTask, ToolUser
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "veriloop"
 
@@ -96,7 +95,7 @@ def test_the_contract_names_exactly_these_hooks():
 
 
 def test_the_capabilities_and_their_members_are_exactly_these():
-    assert {c.__name__: capability_members(c) for c in CAPABILITIES} == CAPABILITY_MEMBERS
+    assert {c.__name__: capability_members(c) for c in capabilities()} == CAPABILITY_MEMBERS
     # No capability member is also a hook: a feature's hook lives in one place.
     assert not set().union(*CAPABILITY_MEMBERS.values()) & HOOKS
 
@@ -150,7 +149,7 @@ def test_the_defaults_of_a_new_domain():
     assert domain.instance_fields == {} and domain.judge_fields == {}
     assert domain.description == ""
     # It has no capability: nothing asks it about CRITIC's sampling, a check function or tools.
-    assert [c.__name__ for c in CAPABILITIES if isinstance(domain, c)] == []
+    assert [c.__name__ for c in capabilities() if isinstance(domain, c)] == []
 
 
 class Plain:

@@ -1,19 +1,23 @@
 """What a domain is, in one file: a new domain is written against this module alone.
 
-`BaseDomain` is the contract: every hook any part of veriloop asks a domain about, each
-with a docstring and, where one makes sense, a default. Subclass it and write `prompt`,
-`verify` and `load_instances`; override any other hook the domain has something to say
-about. Callers never probe a domain for a hook by name: they take the domain through
-`as_base_domain` (which hands a `BaseDomain` back as it is and gives any other object
-the defaults) and call the hook, or ask `isinstance` about a capability.
+`BaseDomain` is the contract: every hook every domain is asked, each with a docstring
+and, where one makes sense, a default. Subclass it and write `prompt`, `verify` and
+`load_instances`; override any other hook the domain has something to say about. A hook
+that serves one feature is not on `BaseDomain` but on that feature's capability, a
+protocol asked about with `isinstance` (`capabilities()` lists them): `SupportsStudies`
+(the verification and critique studies), `CriticTask` (CRITIC, with `CriticDomain`
+naming a domain that has it), `CriticSampling` (CRITIC's sampling), `CodeTask` (the code
+verifiers), `FunctionChecked` (a check that is a user's function: a `Task`), and the
+tools' `SearchTask` and `ToolUser` (declared in tools/config.py, below the domains).
 
 `Domain` is the smaller protocol a plain object must meet to be used as a domain (user
-classes that do not subclass, in tests and the README); such an object gets the default
-of every other hook. The optional capabilities are protocols declared here too:
-`SupportsStudies` (the verification and critique studies), `CriticTask` (CRITIC), with
-`CriticDomain` naming a domain that has the latter, and `CodeTask` (the code verifiers:
-visible, hidden and generated tests). A test pins the contract's names,
-so a new hook is added here, with its docstring and default, or not at all.
+classes that do not subclass, in tests and the README). The domain is given the whole
+contract once, where an episode starts (`Episode` calls `as_base_domain`): a plain
+object gets the default of every other hook and keeps each capability it has. Below
+that, callers never wrap a domain again nor probe it for a hook by name: they call the
+hook, or ask `isinstance` about a capability. A test pins the contract's names and the
+capabilities' members, so a new hook is added here, with its docstring and default, or
+not at all.
 
 The records domains speak (Instance, Verdict, ...) live in veriloop.records and are
 re-exported here for domain authors.
@@ -27,12 +31,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import VeriloopError
 from ..records import Candidate, Instance, Message, Verdict, VerdictError
-from ..tools.config import SearchTask, ToolUser
 
 __all__ = [
-    "CAPABILITIES", "BaseDomain", "Candidate", "CodeTask", "CriticDomain", "CriticSampling", "CriticTask", "Domain",
-    "FunctionChecked", "Instance", "Message", "PlainDomain", "SearchTask", "SupportsStudies", "ToolUser", "Verdict",
-    "VerdictError", "as_base_domain",
+    "BaseDomain", "Candidate", "CodeTask", "CriticDomain", "CriticSampling", "CriticTask", "Domain", "FunctionChecked",
+    "Instance", "Message", "PlainDomain", "SupportsStudies", "Verdict", "VerdictError", "as_base_domain",
+    "capabilities",
 ]
 
 # The backprompt a domain gives when it words none of its own.
@@ -345,7 +348,7 @@ class BaseDomain(Domain):
 class PlainDomain(BaseDomain):
     """A domain object that does not subclass `BaseDomain`, given the contract: the
     `Domain` protocol's members are the object's own, every other hook is the default,
-    and each capability the object has (`CAPABILITIES`) it keeps, its members its own."""
+    and each capability the object has (`capabilities()`) it keeps, its members its own."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
@@ -390,7 +393,7 @@ def _capability_members(capability: type) -> list[str]:
 def _keep_capabilities(wrapper: PlainDomain, given: object) -> None:
     # Forwarding, not probing: `isinstance` has just found every member of the capability
     # on the object, so the wrapper answers `isinstance` the same and calls the object's own.
-    for capability in CAPABILITIES:
+    for capability in capabilities():
         if isinstance(given, capability):
             for member in _capability_members(capability):
                 wrapper.__dict__[member] = getattr(given, member)
@@ -624,8 +627,12 @@ class FunctionChecked(Protocol):
         ...
 
 
-# Every optional capability, beyond the `BaseDomain` hooks, a part of veriloop asks a
-# domain about with `isinstance`; a plain domain wrapped by `as_base_domain` keeps them.
-CAPABILITIES: tuple[type, ...] = (
-    SupportsStudies, CriticTask, CriticSampling, CodeTask, FunctionChecked, SearchTask, ToolUser,
-)
+def capabilities() -> tuple[type, ...]:
+    """Every optional capability, beyond the `BaseDomain` hooks, that a part of veriloop
+    asks a domain about with `isinstance`; a plain domain wrapped by `as_base_domain` keeps
+    them. The two a run's tools ask about (`SearchTask`: the search corpus that goes with
+    a data file; `ToolUser`: take the run's tools) are declared in tools/config.py, below
+    the domains, and imported here only when asked for, so checking an answer loads no tool."""
+    from ..tools.config import SearchTask, ToolUser
+
+    return SupportsStudies, CriticTask, CriticSampling, CodeTask, FunctionChecked, SearchTask, ToolUser

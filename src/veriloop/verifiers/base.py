@@ -82,9 +82,8 @@ class BaseVerifier:
 
     Examples:
         ```python
-        import veriloop
         from veriloop import Verdict
-        from veriloop.verifiers.base import BaseVerifier
+        from veriloop.verifiers.base import BaseVerifier, facts
 
         class LongEnough(BaseVerifier):
             name = "long-enough"
@@ -97,8 +96,9 @@ class BaseVerifier:
             async def verify(self, episode, text, round):
                 return Verdict(ok=len(text) / 10 > self.threshold, verifier=self.name)
 
-        veriloop.VERIFIERS.register("long-enough", LongEnough)
-        assert veriloop.verifier("long-enough@0.7").threshold == 0.7
+        # Registered (VERIFIERS.register, or a plugin's entry point), it takes long-enough@0.7.
+        assert facts(LongEnough(0.7)) == facts(LongEnough())
+        assert (facts(LongEnough()).calls, facts(LongEnough()).takes_threshold) == (0, True)
         ```
     """
 
