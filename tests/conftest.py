@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,3 +137,14 @@ def marked(monkeypatch: pytest.MonkeyPatch) -> str:
 
     monkeypatch.setattr(sandbox, "_environment", with_marker)
     return marker
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """A folder on sys.path for fake distributions; the modules they bring are forgotten after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    for module in set(sys.modules) - before:
+        if module.startswith("fake_"):
+            del sys.modules[module]

@@ -154,6 +154,21 @@ def _process_state(environ: dict[str, str], cwd: Path | None, argv: list[str], s
         os.environ.update(saved_environ)
 
 
+def fake_distribution(folder: Path, name: str, entry_points: dict[str, dict[str, str]],
+                      modules: dict[str, str]) -> None:
+    """An installed distribution as pip leaves one: NAME-1.0.dist-info with its METADATA and
+    entry_points.txt, and its modules beside it (put `folder` on sys.path to install it)."""
+    info = folder / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
+        for group, points in entry_points.items()
+    ))
+    for module, source in modules.items():
+        (folder / f"{module}.py").write_text(source)
+
+
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
     """The command exited 2 with one `error:` message (no traceback) holding every fragment."""
     assert proc.returncode == 2, proc.stderr

@@ -5,39 +5,12 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import veriloop
+from helpers import fake_distribution, veriloop
 
 from veriloop.errors import VeriloopError
 from veriloop.registry import BUILTIN, Registry
-
-
-def fake_distribution(folder: Path, name: str, entry_points: dict[str, dict[str, str]],
-                      modules: dict[str, str]) -> None:
-    """An installed distribution as pip leaves one: NAME-1.0.dist-info with its METADATA and
-    entry_points.txt, and its modules beside it (put `folder` on sys.path to install it)."""
-    info = folder / f"{name.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
-        for group, points in entry_points.items()
-    ))
-    for module, source in modules.items():
-        (folder / f"{module}.py").write_text(source)
-
-
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """A folder on sys.path for fake distributions; the modules they bring are forgotten after."""
-    monkeypatch.syspath_prepend(str(tmp_path))
-    before = set(sys.modules)
-    yield tmp_path
-    for module in set(sys.modules) - before:
-        if module.startswith("fake_"):
-            del sys.modules[module]
 
 
 def test_a_lazy_entry_is_imported_on_first_use_only(installed):

@@ -8,6 +8,10 @@ from the claim, the tool result and the critique. At most `max_turns` turns.
 
 `ask()` is the Python entry point: a question in, the answer and its whole trajectory
 out. `on_step` sees every step as it happens (the chat command prints them).
+
+The loop is CRITIC's own (`strategies.critic.critique_loop`): the agent gives it its
+check (claim, tool, critic) and its correction, ends with the last correction instead
+of checking it, and stops when there is nothing to check or the critic finds no problem.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .episode import Episode
 from .models.base import Model
 from .react import observation_message, parse_action
 from .records import Instance, Message, Trajectory, Verdict, VerdictError
+from .strategies.critic import Check, critique_loop
 from .tools.base import Observation, Toolbox
 
 NO_PROBLEM = "no problem"
@@ -133,33 +138,38 @@ async def ask(
     messages.append({"role": "user", "content": question})
     answer = (await episode.call_one("generate", messages, params, round=1)).strip()
     emit(AgentStep(turn=0, role="generator", text=answer))
-    stop = "max_turns"
-    for turn in range(1, max_turns + 1):
-        base = f"Question: {question}\n\nAnswer:\n{answer}"
-        verifier_prompt = [{"role": "user", "content": f"{base}\n\nTools:\n{tools.describe()}\n\n{VERIFIER_INSTRUCTIONS}"}]
+
+    def asked(answer: str) -> str:
+        return f"Question: {question}\n\nAnswer:\n{answer}"
+
+    async def check(answer: str, turn: int) -> Check:
+        verifier_prompt = [{"role": "user", "content": f"{asked(answer)}\n\nTools:\n{tools.describe()}\n\n{VERIFIER_INSTRUCTIONS}"}]
         plan = await episode.call_one("verify", verifier_prompt, params.with_(max_tokens=200), round=turn)
         claim_match = _CLAIM.search(plan)
         claim = claim_match.group(1).strip() if claim_match else None
         emit(AgentStep(turn=turn, role="verifier", text=plan.strip(), claim=claim))
         action = parse_action(plan)
         if action is None:
-            stop = "nothing_to_check"
-            break
+            return Check(None, "", stop="nothing_to_check")
         obs = await episode.use_tool(action.tool, action.input, round=turn)
         emit(AgentStep(turn=turn, role="tool", text=obs.text, observation=obs))
         evidence = f"Claim: {claim or '(not stated)'}\nAction: {action.tool}\nAction Input: {action.input}\n{observation_message(obs)}"
-        critic_prompt = [{"role": "user", "content": f"{base}\n\n{evidence}\n\n{CRITIC_INSTRUCTIONS}"}]
+        critic_prompt = [{"role": "user", "content": f"{asked(answer)}\n\n{evidence}\n\n{CRITIC_INSTRUCTIONS}"}]
         critique = (await episode.call_one("critique", critic_prompt, params.with_(max_tokens=200), round=turn)).strip()
         emit(AgentStep(turn=turn, role="critic", text=critique))
         accepted = critique.lower().strip(" .!").startswith(NO_PROBLEM)
-        episode.add_round(turn, answer, Verdict(ok=accepted, verifier="critic", errors=[] if accepted else [VerdictError(kind="critique", message=critique)]))
-        if accepted:
-            stop = "no_problem"
-            break
-        corrector_prompt = [{"role": "user", "content": f"{base}\n\n{evidence}\n\nCritique: {critique}\n\n{CORRECTOR_INSTRUCTIONS}"}]
+        errors = [] if accepted else [VerdictError(kind="critique", message=critique)]
+        # The corrector sees the evidence and the critique together.
+        return Check(Verdict(ok=accepted, verifier="critic", errors=errors), f"{evidence}\n\nCritique: {critique}",
+                     stop="no_problem" if accepted else None)
+
+    async def correct(answer: str, found: Check, turn: int) -> str:
+        corrector_prompt = [{"role": "user", "content": f"{asked(answer)}\n\n{found.critique}\n\n{CORRECTOR_INSTRUCTIONS}"}]
         answer = (await episode.call_one("correct", corrector_prompt, params, round=turn + 1)).strip()
         emit(AgentStep(turn=turn, role="corrector", text=answer))
-    episode.finish(answer, stop)
-    result.answer = answer
-    result.stop_reason = stop
+        return answer
+
+    await critique_loop(episode, answer, check, correct, max_turns, check_last=False, out_of_rounds="max_turns")
+    result.answer = trajectory.final_text or ""
+    result.stop_reason = trajectory.stop_reason or ""
     return result

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checks import check_time_limit, is_check_function
 from .domains import Domain, get_domain
-from .domains.base import as_base_domain
+from .domains.base import FunctionChecked
 from .errors import VeriloopError
 from .experiment.identity import content_sha256
 from .experiment.metrics import StrategySummary
@@ -556,7 +556,7 @@ async def aevaluate(
     # file and --check spec, which would never equal these labels of the same task.
     config = {
         "task_description": domain.description,
-        "check_name": as_base_domain(domain).check_name,
+        "check_name": domain.check_name if isinstance(domain, FunctionChecked) else None,
         "data": None if data is None else str(data),
         "data_sha256": content_sha256(data),
         "offset": offset,

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from .domains.base import as_base_domain
+from .domains.base import FunctionChecked
 from .errors import VeriloopError, invalid_options_text
 from .records import Instance, Verdict, VerdictError
 
@@ -227,7 +227,7 @@ class FunctionCheck:
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         domain, instance = episode.domain, episode.instance
         answer = domain.extract_answer(instance, text)
-        user_instance = as_base_domain(domain).user_instance(instance)
+        user_instance = domain.user_instance(instance) if isinstance(domain, FunctionChecked) else instance
         return await self.check(instance, user_instance, text if answer is None else answer)
 
 

@@ -6,14 +6,18 @@ veriloop.records), whatever built them: a domain's prompt, a check's feedback, a
 observation. So the model, the cache key and the record all see the same text.
 
 A domain's answer and ground truth are functions of (instance, text): a final text that
-a round already read and scored takes that round's answer and correctness."""
+a round already read and scored takes that round's answer and correctness.
+
+The domain is given the whole contract here, once (`as_base_domain`): an episode's
+`domain` is a `BaseDomain`, so strategies and verifiers ask it any hook, and ask
+`isinstance` about a capability, without wrapping it again."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .domains.base import Domain
+from .domains.base import BaseDomain, Domain, as_base_domain
 from .errors import VeriloopError
 from .models.base import Completion, GenParams, Model
 from .progress import count_calls
@@ -33,17 +37,29 @@ def check_count(model_name: str, completions: list[Completion], wanted: int) -> 
         )
 
 
-@dataclass
+@dataclass(init=False)
 class Episode:
     model: Model
-    domain: Domain
+    domain: BaseDomain
     instance: Instance
     seed: int
     trajectory: Trajectory
-    tools: Toolbox | None = None
+    tools: Toolbox | None
     # Calls of these roles go to another model than the generator (a judge, a critic,
     # SelfCheck's checker); each such call record names the model that answered.
-    role_models: dict[str, Model] = field(default_factory=dict)
+    role_models: dict[str, Model]
+
+    def __init__(
+        self, model: Model, domain: Domain, instance: Instance, seed: int, trajectory: Trajectory,
+        tools: Toolbox | None = None, role_models: dict[str, Model] | None = None,
+    ) -> None:
+        self.model = model
+        self.domain = as_base_domain(domain)
+        self.instance = instance
+        self.seed = seed
+        self.trajectory = trajectory
+        self.tools = tools
+        self.role_models = role_models if role_models is not None else {}
 
     def model_for(self, role: Role) -> Model:
         return self.role_models.get(role, self.model)

@@ -360,7 +360,7 @@ class TestTaskOptions:
     def test_sound_verifier_without_a_check(self, tmp_path):
         task, _ = write_task(tmp_path, ARITH)
         proc = veriloop("run", "--task", str(task), "--prompt", "{question}", "-s", "standard;sampling:k=2")
-        assert_one_line_error(proc, "sampling's verifier=sound runs the domain's own check", "--check")
+        assert_one_line_error(proc, "verifier 'sound' runs the domain's own check", "--check")
 
     def test_critic_runs_on_a_task_but_not_on_game24(self, tmp_path):
         # a model that is not installed: the domain is checked before any model is looked for

@@ -15,23 +15,42 @@ from scripted import play
 
 from veriloop.domains.base import (
     BaseDomain,
+    CriticSampling,
+    CriticTask,
     Domain,
+    FunctionChecked,
     Instance,
     Message,
     PlainDomain,
     Verdict,
     VerdictError,
     as_base_domain,
+    capabilities,
 )
+from veriloop.tools.config import SearchTask, ToolUser
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "veriloop"
 
 # Every hook of the contract. A new one is added to BaseDomain with a docstring and a
 # default, and here; a caller never probes a domain for a name missing from this list.
+# A hook that serves one feature belongs to that feature's capability instead (below).
 HOOKS = {
-    "answer_tokens", "averify", "can_verify", "canonical", "check_name", "critic_sampling", "description",
-    "extract_answer", "feedback", "instance_fields", "judge_fields", "judge_task", "load_instances", "matches",
-    "parse_instance", "prompt", "question_text", "score", "search_corpus", "use_tools", "user_instance", "verify",
+    "answer_tokens", "averify", "canonical", "description", "extract_answer", "feedback", "instance_fields",
+    "judge_fields", "judge_task", "load_instances", "matches", "parse_instance", "prompt", "question_text", "score",
+    "verify",
+}
+# What a domain must write; every other hook has a default.
+MUST = {"load_instances", "prompt", "verify"}
+# The optional capabilities, each asked about with isinstance, and their members.
+CAPABILITY_MEMBERS = {
+    "SupportsStudies": {"candidates", "critique_report"},
+    "CriticTask": {"critic_tools", "max_corrections", "evidence", "verify_instructions", "tool_critique",
+                   "good_enough", "correction_request", "metrics", "sample_metric"},
+    "CriticSampling": {"critic_sampling"},
+    "CodeTask": {"entry_point", "function_stub", "check_examples", "check_asserts"},
+    "FunctionChecked": {"can_verify", "check_name", "user_instance"},
+    "SearchTask": {"search_corpus"},
+    "ToolUser": {"use_tools"},
 }
 # What a plain object must have to be a domain (the Domain protocol); the rest have defaults.
 PROTOCOL = {
@@ -72,6 +91,18 @@ def public_members(cls: type) -> set[str]:
 def test_the_contract_names_exactly_these_hooks():
     assert public_members(BaseDomain) | {"name"} == HOOKS | {"name"}
     assert PROTOCOL <= HOOKS | {"name"}
+    assert {name for name in vars(BaseDomain) if getattr(vars(BaseDomain)[name], "__isabstractmethod__", False)} == MUST
+
+
+def test_the_capabilities_and_their_members_are_exactly_these():
+    assert {c.__name__: capability_members(c) for c in capabilities()} == CAPABILITY_MEMBERS
+    # No capability member is also a hook: a feature's hook lives in one place.
+    assert not set().union(*CAPABILITY_MEMBERS.values()) & HOOKS
+
+
+def capability_members(protocol: type) -> set[str]:
+    own = vars(protocol)
+    return {name for name in (*own.get("__annotations__", {}), *own) if not name.startswith("_")}
 
 
 def test_every_hook_of_the_contract_is_documented_with_its_arguments_or_result():
@@ -112,14 +143,13 @@ def test_the_defaults_of_a_new_domain():
     assert domain.judge_task(instance) == "Name an even number above 4."
     assert domain.question_text(instance) == "Name an even number above 4."
     assert domain.question_text(Instance(id="q", data={"question": "Which?"})) == "Which?"
-    assert domain.user_instance(instance) is instance
     assert domain.feedback(instance, domain.verify(instance, "3"), "all") == (
         "Your answer is not correct:\n- 3 is odd\n- 3 is not above 4\nPlease give a corrected answer."
     )
-    assert domain.can_verify is True and domain.check_name is None
-    assert domain.instance_fields == {} and domain.judge_fields == {} and domain.critic_sampling == {}
-    assert domain.search_corpus("data.json") is None and domain.use_tools(None) is None
+    assert domain.instance_fields == {} and domain.judge_fields == {}
     assert domain.description == ""
+    # It has no capability: nothing asks it about CRITIC's sampling, a check function or tools.
+    assert [c.__name__ for c in capabilities() if isinstance(domain, c)] == []
 
 
 class Plain:
@@ -166,7 +196,7 @@ def test_a_plain_object_is_given_the_contract_with_its_own_members():
     (instance,) = full.load_instances(None)
     assert full.extract_answer(instance, " TWO ") == "two" and full.feedback(instance, Verdict(ok=False), "first") == "No."
     assert asyncio.run(full.averify(instance, "two")).ok and full.question_text(instance) == "Two?"
-    assert full.can_verify and full.user_instance(instance) is instance and full.instance_fields == {}
+    assert full.instance_fields == {} and not isinstance(full, FunctionChecked)
     domain = EvenAbove()
     assert as_base_domain(domain) is domain
     t, _ = play("backprompt:max_rounds=2", plain, instance, ["three", "Two"])
@@ -174,6 +204,72 @@ def test_a_plain_object_is_given_the_contract_with_its_own_members():
     # The backprompt is the object's own.
     t, model = play("backprompt:max_rounds=2", plain, instance, ["three", "two"])
     assert model.asked[1][0][-1]["content"] == "No."
+
+
+
+class PlainCritic(Plain):
+    """A plain object with the CriticTask capability and CRITIC sampling of its own."""
+
+    critic_tools = ()
+    max_corrections = 1
+    critic_sampling = {"temperature": 0.7}
+
+    def evidence(self, instance, text):
+        return []
+
+    def verify_instructions(self, instance):
+        return "Check that it says two."
+
+    def tool_critique(self, instance, text, observations):
+        return None
+
+    def good_enough(self, instance, text, observations):
+        return None
+
+    def correction_request(self, instance):
+        return "Say it again."
+
+    def metrics(self, instance, text):
+        return {}
+
+    def sample_metric(self, instance, text):
+        return 0.0
+
+
+def test_a_plain_domain_keeps_its_capabilities_when_given_the_contract():
+    plain = PlainCritic()
+    full = as_base_domain(plain)
+    assert isinstance(full, CriticTask) and isinstance(full, CriticSampling)
+    assert not isinstance(full, (FunctionChecked, SearchTask, ToolUser))
+    assert full.critic_sampling == {"temperature": 0.7} and full.correction_request(None) == "Say it again."
+    (instance,) = plain.load_instances(None)
+    t, model = play("critic:tools=false", plain, instance, ["two", "It says two.\nVerdict: correct"])
+    assert t.stop_reason == "critic_accepted" and model.asked[0][1].temperature == 0.7
+
+
+class OldCriticDomain(EvenAbove):
+    """A domain written against the wide contract: a BaseDomain subclass that overrode
+    `critic_sampling` (now the CriticSampling capability) and is a CRITIC task."""
+
+    critic_sampling = {"temperature": 0.3, "correction_temperature": 0.9}
+    critic_tools = ()
+    max_corrections = 1
+    evidence = PlainCritic.evidence
+    verify_instructions = PlainCritic.verify_instructions
+    tool_critique = PlainCritic.tool_critique
+    good_enough = PlainCritic.good_enough
+    correction_request = PlainCritic.correction_request
+    metrics = PlainCritic.metrics
+    sample_metric = PlainCritic.sample_metric
+
+
+def test_an_old_domain_that_overrode_a_moved_hook_is_read_through_its_capability():
+    domain = OldCriticDomain()
+    assert isinstance(domain, CriticSampling) and isinstance(domain, CriticTask)
+    (instance,) = domain.load_instances(None, n=1)
+    t, model = play("critic:tools=false", domain, instance, ["7", "Odd.\nVerdict: incorrect", "12", "Verdict: correct"])
+    assert [r.answer for r in t.rounds] == ["7", "12"] and t.stop_reason == "critic_accepted"
+    assert [params.temperature for _, params in model.asked] == [0.3, 0.0, 0.9, 0.0]
 
 
 # ------------------------------------------------------------------ no probing

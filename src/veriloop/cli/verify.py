@@ -87,9 +87,10 @@ def batch_line(dom: Domain, where: str, line: str) -> tuple[Instance, str]:
     wrong and the line the domain expects."""
     # A domain says which fields make its instance; without that, only "answer" is known.
     from ..datafiles import loads
-    from ..domains.base import as_base_domain
+    from ..domains.base import BaseDomain
 
-    fields: dict[str, str] = dict(as_base_domain(dom).instance_fields)
+    # A plain domain (the Domain protocol alone) names no fields, as BaseDomain's default.
+    fields: dict[str, str] = dict(dom.instance_fields) if isinstance(dom, BaseDomain) else {}
     shape = json.dumps({**fields, "answer": "..."}) if fields else f'the instance fields of {dom.name} and "answer"'
     try:
         row = loads(line)

@@ -1,19 +1,23 @@
 """What a domain is, in one file: a new domain is written against this module alone.
 
-`BaseDomain` is the contract: every hook any part of veriloop asks a domain about, each
-with a docstring and, where one makes sense, a default. Subclass it and write `prompt`,
-`verify` and `load_instances`; override any other hook the domain has something to say
-about. Callers never probe a domain for a hook by name: they take the domain through
-`as_base_domain` (which hands a `BaseDomain` back as it is and gives any other object
-the defaults) and call the hook, or ask `isinstance` about a capability.
+`BaseDomain` is the contract: every hook every domain is asked, each with a docstring
+and, where one makes sense, a default. Subclass it and write `prompt`, `verify` and
+`load_instances`; override any other hook the domain has something to say about. A hook
+that serves one feature is not on `BaseDomain` but on that feature's capability, a
+protocol asked about with `isinstance` (`capabilities()` lists them): `SupportsStudies`
+(the verification and critique studies), `CriticTask` (CRITIC, with `CriticDomain`
+naming a domain that has it), `CriticSampling` (CRITIC's sampling), `CodeTask` (the code
+verifiers), `FunctionChecked` (a check that is a user's function: a `Task`), and the
+tools' `SearchTask` and `ToolUser` (declared in tools/config.py, below the domains).
 
 `Domain` is the smaller protocol a plain object must meet to be used as a domain (user
-classes that do not subclass, in tests and the README); such an object gets the default
-of every other hook. The optional capabilities are protocols declared here too:
-`SupportsStudies` (the verification and critique studies), `CriticTask` (CRITIC), with
-`CriticDomain` naming a domain that has the latter, and `CodeTask` (the code verifiers:
-visible, hidden and generated tests). A test pins the contract's names,
-so a new hook is added here, with its docstring and default, or not at all.
+classes that do not subclass, in tests and the README). The domain is given the whole
+contract once, where an episode starts (`Episode` calls `as_base_domain`): a plain
+object gets the default of every other hook and keeps each capability it has. Below
+that, callers never wrap a domain again nor probe it for a hook by name: they call the
+hook, or ask `isinstance` about a capability. A test pins the contract's names and the
+capabilities' members, so a new hook is added here, with its docstring and default, or
+not at all.
 
 The records domains speak (Instance, Verdict, ...) live in veriloop.records and are
 re-exported here for domain authors.
@@ -23,17 +27,15 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import VeriloopError
 from ..records import Candidate, Instance, Message, Verdict, VerdictError
 
-if TYPE_CHECKING:
-    from ..tools.base import Toolbox
-
 __all__ = [
-    "BaseDomain", "Candidate", "CodeTask", "CriticDomain", "CriticTask", "Domain", "Instance", "Message",
-    "PlainDomain", "SupportsStudies", "Verdict", "VerdictError", "as_base_domain",
+    "BaseDomain", "Candidate", "CodeTask", "CriticDomain", "CriticSampling", "CriticTask", "Domain", "FunctionChecked",
+    "Instance", "Message", "PlainDomain", "SupportsStudies", "Verdict", "VerdictError", "as_base_domain",
+    "capabilities",
 ]
 
 # The backprompt a domain gives when it words none of its own.
@@ -200,17 +202,6 @@ class BaseDomain(Domain):
         """
         return {}
 
-    def user_instance(self, instance: Instance) -> Any:
-        """What a check function receives as its instance (`veriloop.checks`).
-
-        Args:
-            instance: The instance being checked.
-
-        Returns:
-            The instance itself by default; a `Task` gives the record as the user wrote it.
-        """
-        return instance
-
     # ------------------------------------------------------------------ prompting and reading replies
 
     @abstractmethod
@@ -278,16 +269,6 @@ class BaseDomain(Domain):
 
     # ------------------------------------------------------------------ checking and ground truth
 
-    @property
-    def can_verify(self) -> bool:
-        """Whether the `sound` verifier can judge this domain (a `Task` made without a
-        check function cannot).
-
-        Returns:
-            True by default.
-        """
-        return True
-
     @abstractmethod
     def verify(self, instance: Instance, text: str) -> Verdict:
         """The domain's sound checker on a whole model reply.
@@ -325,16 +306,6 @@ class BaseDomain(Domain):
             True when the reply is right.
         """
         return text is not None and self.verify(instance, text).ok
-
-    @property
-    def check_name(self) -> str | None:
-        """The name of the user's check function this domain runs, recorded in a run's
-        configuration. Default: None (a built-in checker).
-
-        Returns:
-            The check's name, or None.
-        """
-        return None
 
     # ------------------------------------------------------------------ feedback and judges
 
@@ -374,47 +345,17 @@ class BaseDomain(Domain):
         """
         return {}
 
-    # ------------------------------------------------------------------ tools and CRITIC
-
-    @property
-    def critic_sampling(self) -> dict[str, float]:
-        """CRITIC's sampling defaults for this domain (keys temperature, top_p,
-        correction_temperature, correction_top_p), over greedy decoding.
-
-        Returns:
-            The keys the domain sets; empty (greedy throughout) by default.
-        """
-        return {}
-
-    def search_corpus(self, source: str) -> Path | None:
-        """The search tool's corpus that goes with a data file (HotpotQA's paragraphs).
-
-        Args:
-            source: The run's data file.
-
-        Returns:
-            The corpus file, or None (the default) when the domain has none.
-        """
-        return None
-
-    def use_tools(self, toolbox: Toolbox) -> None:
-        """Take this run's tools, for a domain whose ground truth is a tool (toxicity
-        scores with the run's toxicity tool). Default: nothing.
-
-        Args:
-            toolbox: The run's tools.
-        """
-
-
 class PlainDomain(BaseDomain):
     """A domain object that does not subclass `BaseDomain`, given the contract: the
-    `Domain` protocol's members are the object's own, every other hook is the default."""
+    `Domain` protocol's members are the object's own, every other hook is the default,
+    and each capability the object has (`capabilities()`) it keeps, its members its own."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
         self.name = domain.name
         self.description = domain.description
         self.answer_tokens = domain.answer_tokens
+        _keep_capabilities(self, domain)
 
     def parse_instance(self, raw: dict[str, Any]) -> Instance:
         return self.domain.parse_instance(raw)
@@ -444,9 +385,25 @@ class PlainDomain(BaseDomain):
         return self.domain.judge_task(instance)
 
 
+def _capability_members(capability: type) -> list[str]:
+    own = vars(capability)
+    return sorted({name for name in (*own.get("__annotations__", {}), *own) if not name.startswith("_")})
+
+
+def _keep_capabilities(wrapper: PlainDomain, given: object) -> None:
+    # Forwarding, not probing: `isinstance` has just found every member of the capability
+    # on the object, so the wrapper answers `isinstance` the same and calls the object's own.
+    for capability in capabilities():
+        if isinstance(given, capability):
+            for member in _capability_members(capability):
+                wrapper.__dict__[member] = getattr(given, member)
+
+
 def as_base_domain(domain: Domain) -> BaseDomain:
     """The domain with the whole contract: itself when it subclasses `BaseDomain`, else a
-    `PlainDomain` over it (its own members, every other hook's default).
+    `PlainDomain` over it (its own members and capabilities, every other hook's default).
+    An `Episode` calls it once, on the domain it is given; everything below an episode
+    sees a `BaseDomain`.
 
     Args:
         domain: Any domain object.
@@ -633,3 +590,49 @@ class CodeTask(Protocol):
     def check_asserts(self, instance: Instance, text: str, tests: list[str]) -> Verdict:
         """Assert statements naming the function, run against the reply's function."""
         ...
+
+
+@runtime_checkable
+class CriticSampling(Protocol):
+    """A CRITIC task that sets its own sampling (math: top-p 0.5 for corrections;
+    toxicity: top-p 0.9 throughout). A CRITIC task without it decodes greedily."""
+
+    @property
+    def critic_sampling(self) -> dict[str, float]:
+        """CRITIC's sampling defaults: the keys temperature, top_p, correction_temperature
+        and correction_top_p the domain sets, over greedy decoding."""
+        ...
+
+
+@runtime_checkable
+class FunctionChecked(Protocol):
+    """A domain whose check is a user's function (a `veriloop.Task`): what the function
+    receives as its instance, whether there is one at all, and its name for the run's
+    configuration."""
+
+    @property
+    def can_verify(self) -> bool:
+        """Whether there is a check to run (a Task made without a check function has
+        none, so the `sound` verifier refuses it)."""
+        ...
+
+    @property
+    def check_name(self) -> str | None:
+        """The check function's name, recorded in a run's configuration, or None."""
+        ...
+
+    def user_instance(self, instance: Instance) -> Any:
+        """What the check function receives as its instance (the record as the user
+        wrote it)."""
+        ...
+
+
+def capabilities() -> tuple[type, ...]:
+    """Every optional capability, beyond the `BaseDomain` hooks, that a part of veriloop
+    asks a domain about with `isinstance`; a plain domain wrapped by `as_base_domain` keeps
+    them. The two a run's tools ask about (`SearchTask`: the search corpus that goes with
+    a data file; `ToolUser`: take the run's tools) are declared in tools/config.py, below
+    the domains, and imported here only when asked for, so checking an answer loads no tool."""
+    from ..tools.config import SearchTask, ToolUser
+
+    return SupportsStudies, CriticTask, CriticSampling, CodeTask, FunctionChecked, SearchTask, ToolUser

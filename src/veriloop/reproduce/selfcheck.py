@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..domains.base import Domain, Instance
+from ..domains.base import Domain, Instance, as_base_domain
 from ..experiment.jsonl import write_file
 from ..experiment.reports import Report
 from ..experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
@@ -91,6 +91,9 @@ def _tokens(t: Trajectory, role: str, round: int | None = None, sample: int | No
 
 def build_questions(domain: Domain, instances: list[Instance], steps: list[Trajectory], global_: list[Trajectory],
                     majority: list[Trajectory]) -> list[Question]:
+    # Questions are built from records, outside any episode: the domain is given the
+    # contract here (its equivalence of answers, `matches`, has a default).
+    full = as_base_domain(domain)
     by_id = {t.instance_id: t for t in steps}
     global_by_id = {t.instance_id: t for t in global_}
     majority_by_id = {t.instance_id: t for t in majority}
@@ -104,7 +107,7 @@ def build_questions(domain: Domain, instances: list[Instance], steps: list[Traje
         texts = [r.text for r in t.rounds]
         extra_texts = [r.text for r in m.rounds[len(texts):]] if m else []
         answers = [domain.extract_answer(inst, x) for x in texts + extra_texts]
-        clusters = answer_clusters(answers, same_answer(domain, inst))
+        clusters = answer_clusters(answers, same_answer(full, inst))
         sols = []
         for j, text in enumerate(texts + extra_texts):
             source = t if j < len(texts) else m

@@ -13,13 +13,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..checks import FunctionCheck
-from ..domains.base import Domain, as_base_domain
+from ..domains.base import Domain
 from ..episode import Episode
 from ..errors import VeriloopError, invalid_options_text
 from ..feedback import check_level
 from ..models.base import GenParams
 from ..records import Message, Role, Verdict
-from ..verifiers import VERIFIERS, ChecksDomain, Verifier, get_verifier
+from ..verifiers import VERIFIERS, ChecksDomain, Verifier, facts, get_verifier
 
 
 def _verifier_spec(value: object) -> object:
@@ -113,16 +113,10 @@ class Strategy(BaseModel):
 
     def check_domain(self, domain: Domain) -> None:
         """Raise VeriloopError when this strategy cannot run on `domain`, before any model
-        is loaded or called. The default: a `sound` verifier needs a domain that can check
-        (a Task made without a check function cannot), and a verifier that works on some
-        domains only (`ChecksDomain`, e.g. the code verifiers) is asked."""
-        can_verify = as_base_domain(domain).can_verify
+        is loaded or called. The default: every verifier option's verifier that works on
+        some domains only (`ChecksDomain`: `sound` needs a domain with a check, the code
+        verifiers a code task) is asked."""
         for option, value in self.model_dump().items():
-            if isinstance(value, str) and value == "sound" and not can_verify:
-                raise VeriloopError(
-                    f"{self.kind}'s {option}=sound runs the domain's own check, and {domain.name} has none: "
-                    "give it a check function (--check on the command line) or use verifier=llm"
-                )
             if value is not None and _is_verifier_option(type(self).model_fields.get(option)):
                 verifier = get_verifier(value)
                 if isinstance(verifier, ChecksDomain):
@@ -143,13 +137,11 @@ def _is_verifier_option(info: FieldInfo | None) -> bool:
 
 
 def verifier_calls(verifier: object) -> int | None:
-    """Model calls one verification costs: none for the domain's own check, a function or
-    tests run in the sandbox, one for an LLM judge or a model writing tests, unknown (None)
-    for the tool-using and step-by-step ones."""
-    if not isinstance(verifier, str):
-        return 0 if isinstance(verifier, FunctionCheck) else None
-    calls = {"sound": 0, "llm": 1, "llm-cot": 1, "visible": 0, "hidden": 0, "generated": 1}
-    return calls.get(verifier.partition("@")[0])
+    """Model calls one verification costs, as the verifier states it (`BaseVerifier.calls`):
+    none for the domain's own check, a function or tests run in the sandbox, one for an
+    LLM judge or a model writing tests, unknown (None) for the tool-using and
+    step-by-step ones and for a verifier that does not say."""
+    return facts(get_verifier(verifier) if isinstance(verifier, str) else verifier).calls
 
 
 def _fmt(value: object) -> str:

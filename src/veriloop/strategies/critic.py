@@ -7,16 +7,22 @@ critic's verdict on every answer it produced (what the iteration plots are drawn
 
 Sampling follows the paper per task unless the spec says otherwise: greedy for QA;
 greedy first and top-p 0.5 for math corrections; top-p 0.9 throughout for toxicity.
-A domain states its defaults as `critic_sampling`.
+A domain states its defaults as `critic_sampling` (the `CriticSampling` capability).
+
+The verify -> critique -> correct loop is written once, as `critique_loop`: the CRITIC
+strategy and the blog's chat agent (veriloop.agent) are two configurations of it, each
+giving its own check of an answer and its own correction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Domain, as_base_domain
+from ..domains.base import CriticSampling, Domain
 from ..episode import Episode
 from ..react import react, tool_protocol
 from ..records import Message, Verdict, VerdictError
@@ -30,7 +36,8 @@ REACT_WRAP_UP = "You have used all your tool calls. Give your final answer now, 
 def _sampling(episode: Episode, key: str, override: float | None) -> float:
     if override is not None:
         return override
-    return {**GREEDY, **as_base_domain(episode.domain).critic_sampling}[key]
+    own = episode.domain.critic_sampling if isinstance(episode.domain, CriticSampling) else {}
+    return {**GREEDY, **own}[key]
 
 
 def _react_messages(episode: Episode, max_interactions: int) -> list[Message]:
@@ -62,6 +69,54 @@ async def react_answer(episode: Episode, temperature: float, top_p: float, max_i
     # The answer line is normally in the last reply; if the model put it earlier, the
     # whole exchange still contains it.
     return last if episode.domain.extract_answer(episode.instance, last) is not None else transcript.text
+
+
+@dataclass
+class Check:
+    """One check of the current answer inside `critique_loop`."""
+
+    verdict: Verdict | None  # the round's verdict; None: the answer is not recorded as a round
+    critique: str  # what the correction is made from
+    stop: str | None = None  # a stop reason: the loop ends with this answer
+
+
+async def critique_loop(
+    episode: Episode,
+    text: str,
+    check: Callable[[str, int], Awaitable[Check]],
+    correct: Callable[[str, Check, int], Awaitable[str]],
+    max_corrections: int,
+    *,
+    check_last: bool = True,
+    stop_on_unchanged: int = 0,
+    out_of_rounds: str = "max_rounds",
+) -> None:
+    """Check the answer `text`, stop or correct it, and again, at most `max_corrections`
+    times; finish the episode. Round r holds the answer checked r-th (round 1 the initial
+    one), with its verdict; a correction is asked for in the round of the answer it makes.
+    `check_last`: check the last correction too (CRITIC) or end with it (the chat agent).
+    `stop_on_unchanged`: stop when the last n answers share one canonical key (0: never)."""
+    domain, instance = episode.domain, episode.instance
+    keys = [domain.canonical(instance, domain.extract_answer(instance, text))]
+    for round in range(1, max_corrections + 2):
+        if round > max_corrections and not check_last:
+            break
+        found = await check(text, round)
+        if found.verdict is not None:
+            episode.add_round(round, text, found.verdict)
+        if found.stop is not None:
+            episode.finish(text, found.stop)
+            return
+        if round > max_corrections:
+            break
+        text = await correct(text, found, round)
+        keys.append(domain.canonical(instance, domain.extract_answer(instance, text)))
+        n = stop_on_unchanged
+        if n and len(keys) >= n and len(set(keys[-n:])) == 1 and keys[-1] is not None:
+            episode.add_round(round + 1, text)
+            episode.finish(text, "unchanged")
+            return
+    episode.finish(text, out_of_rounds)
 
 
 class Critic(Strategy):
@@ -98,16 +153,14 @@ class Critic(Strategy):
         else:
             params = episode.params(temperature=temperature, top_p=top_p)
             text = await episode.call_one("generate", episode.domain.prompt(instance), params, round=1)
-        keys = [self._key(episode, text)]
         correction_params = episode.params(
             temperature=_sampling(episode, "correction_temperature", self.correction_temperature),
             top_p=_sampling(episode, "correction_top_p", None),
         )
-        for round in range(1, max_corrections + 2):
+
+        async def check(text: str, round: int) -> Check:
             if self.oracle and episode.domain.score(instance, text):
-                episode.add_round(round, text, Verdict(ok=True, verifier="oracle"))
-                episode.finish(text, "oracle_correct")
-                return
+                return Check(Verdict(ok=True, verifier="oracle"), "", stop="oracle_correct")
             crit = await verifier.critique(episode, text, round, temperature=0.0)
             ok = crit.ok is True
             verdict = Verdict(
@@ -117,33 +170,22 @@ class Critic(Strategy):
                 score=None,
                 verifier=verifier.name,
             )
-            episode.add_round(round, text, verdict)
+            stop = None
             if self.stop_on_threshold and crit.good_enough is True:
-                episode.finish(text, "threshold")
-                return
-            if self.stop_on_verdict and not self.oracle and crit.ok is True:
-                episode.finish(text, "critic_accepted")
-                return
-            if round > max_corrections:
-                break
+                stop = "threshold"
+            elif self.stop_on_verdict and not self.oracle and crit.ok is True:
+                stop = "critic_accepted"
+            return Check(verdict, crit.text, stop)
+
+        async def correct(text: str, found: Check, round: int) -> str:
             messages = [
                 *episode.domain.prompt(instance),
                 {"role": "assistant", "content": text},
-                {"role": "user", "content": f"A check of your answer found:\n{crit.text}\n\n{domain.correction_request(instance)}"},
+                {"role": "user", "content": f"A check of your answer found:\n{found.critique}\n\n{domain.correction_request(instance)}"},
             ]
-            text = await episode.call_one("correct", messages, correction_params.with_(sample_offset=round), round + 1)
-            keys.append(self._key(episode, text))
-            n = self.stop_on_unchanged
-            if n and len(keys) >= n and len(set(keys[-n:])) == 1 and keys[-1] is not None:
-                episode.add_round(round + 1, text)
-                episode.finish(text, "unchanged")
-                return
-        episode.finish(text, "max_rounds")
+            return await episode.call_one("correct", messages, correction_params.with_(sample_offset=round), round + 1)
 
-    @staticmethod
-    def _key(episode: Episode, text: str) -> str | None:
-        answer = episode.domain.extract_answer(episode.instance, text)
-        return episode.domain.canonical(episode.instance, answer)
+        await critique_loop(episode, text, check, correct, max_corrections, stop_on_unchanged=self.stop_on_unchanged)
 
 
 class React(Strategy):

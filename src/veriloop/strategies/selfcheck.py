@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..domains.base import Domain, as_base_domain
+from ..domains.base import BaseDomain
 from ..episode import Episode
 from ..records import Instance, Verdict
 from ..selfcheck.checker import CheckSettings, StepChecker
@@ -15,16 +15,15 @@ from ..verifiers.selfcheck import DEFAULT_THRESHOLD, episode_ask, question_text,
 from .base import OptionalVerifierSpec, Strategy
 
 
-def same_answer(domain: Domain, instance: Instance) -> Callable[[str, str], bool]:
+def same_answer(domain: BaseDomain, instance: Instance) -> Callable[[str, str], bool]:
     """Whether two extracted answers say the same thing: the same canonical key, or the
     domain's own equivalence (numbers within rounding, math-verify for LaTeX)."""
-    full = as_base_domain(domain)
 
     def same(a: str, b: str) -> bool:
-        ka, kb = full.canonical(instance, a), full.canonical(instance, b)
+        ka, kb = domain.canonical(instance, a), domain.canonical(instance, b)
         if ka is not None and ka == kb:
             return True
-        return bool(full.matches(a, b))
+        return bool(domain.matches(a, b))
 
     return same
 

@@ -1,13 +1,14 @@
 """Which tools a run gets, built from the command line's options and the domain.
 
 A domain that brings its own search corpus (HotpotQA: every context paragraph of the
-data file) exposes `search_corpus(source)`; a user corpus or a search engine URL given on
+data file) has the `SearchTask` capability, `search_corpus(source)`; a user corpus or a search engine URL given on
 the command line takes precedence. Results of deterministic tools are cached next to
 the call cache, so a re-run replays the same observations.
 
 Tools sit below domains (a domain may use a tool; no tool knows a domain), so what this
-module asks of a domain is declared here, as `ToolUser`; `domains.base.BaseDomain`
-meets it with defaults that ask for nothing.
+module asks of a domain is declared here, as the capabilities `SearchTask` and
+`ToolUser` (`domains.base` lists them among a domain's capabilities); a domain without
+them asks for nothing.
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ class ToolSettings:
 
 
 @runtime_checkable
-class ToolUser(Protocol):
-    """A domain's say in its run's tools (the hooks of the same names on BaseDomain)."""
+class SearchTask(Protocol):
+    """A domain that brings the search tool's corpus with its data (HotpotQA's paragraphs)."""
 
     def search_corpus(self, source: str) -> Path | None:
         """The search corpus that goes with the data file `source`, or None."""
         ...
+
+
+@runtime_checkable
+class ToolUser(Protocol):
+    """A domain whose ground truth is a tool (toxicity scores with the run's toxicity tool)."""
 
     def use_tools(self, toolbox: Toolbox) -> None:
         """Take the run's tools (a domain whose ground truth is a tool scores with them)."""
@@ -54,7 +60,7 @@ def tool_cache_path() -> Path:
 
 def build_tools(settings: ToolSettings, domain: object | None = None, data_source: str | None = None) -> list[Tool]:
     corpus = settings.search_corpus
-    if corpus is None and data_source and isinstance(domain, ToolUser):
+    if corpus is None and data_source and isinstance(domain, SearchTask):
         corpus = domain.search_corpus(data_source)
     url = settings.search_url or os.environ.get("VERILOOP_SEARCH_URL")
     tools: list[Tool] = []

@@ -3,8 +3,11 @@
 A plugin's entry point in the group `veriloop.verifiers` may give a plain check function
 `check(row, answer)` (see veriloop.checks: it becomes a `FunctionCheck` named after the
 entry point), a Verifier class, a function of no arguments returning a verifier, or a
-verifier object. A name with `@T` (`selfcheck@0.8`) sets the threshold of the verifiers
-in THRESHOLDED.
+verifier object. A verifier states its own facts (model calls per verification, whether
+it takes a threshold, whether it is sound) as `BaseVerifier` class attributes, so a
+plugin's verifier is one entry here like a built-in: a name with `@T` (`selfcheck@0.8`)
+sets the threshold of any verifier that says it takes one (`thresholded()`; THRESHOLDED
+is the same names, read when asked for).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from ..checks import FunctionCheck
 from ..errors import VeriloopError
 from ..registry import Registry
-from .base import ChecksDomain, Verifier
+from .base import BaseVerifier, ChecksDomain, Facts, Verifier, facts
 from .code import GeneratedTests, HiddenTests, VisibleTests
 from .critic import CriticVerifier
 from .llm_judge import LLMJudge
@@ -90,15 +93,34 @@ VERIFIERS.register("global-check", lambda **kw: SelfCheckVerifier(checker="globa
 VERIFIERS.register("visible", VisibleTests)  # the docstring's examples: sound for what it checks, incomplete
 VERIFIERS.register("hidden", HiddenTests)  # the problem's full tests: the ground truth, an oracle
 VERIFIERS.register("generated", GeneratedTests)  # tests the model writes: executable, unsound
-# Verifiers that accept above a confidence threshold, which a name can set: selfcheck@0.8.
-THRESHOLDED = ("selfcheck", "global-check")
+
+
+def thresholded() -> tuple[str, ...]:
+    """The registered verifiers (plugins' too) whose threshold a name may set
+    (`selfcheck@0.8`): those whose verifier says it takes one."""
+    names = []
+    for name in VERIFIERS:
+        try:
+            verifier = VERIFIERS[name]()
+        except Exception:  # noqa: BLE001 - a plugin that cannot be built is reported when used, not in a listing
+            continue
+        if facts(verifier).takes_threshold:
+            names.append(name)
+    return tuple(names)
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    # THRESHOLDED is computed when read, so a plugin's verifier counts as soon as it is installed.
+    if name == "THRESHOLDED":
+        return thresholded()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_verifier(name: str | Verifier) -> Verifier:
     """The verifier a name stands for.
 
     A name may end in `@T` to set the threshold of a verifier that accepts above a
-    confidence (`selfcheck@0.8`; see THRESHOLDED).
+    confidence (`selfcheck@0.8`; see `thresholded`).
 
     Args:
         name: A verifier name from `veriloop.VERIFIERS`, or a verifier object, which is
@@ -126,10 +148,11 @@ def get_verifier(name: str | Verifier) -> Verifier:
         return name
     base, at, threshold = name.partition("@")
     factory = VERIFIERS.lookup(base, shown=name)
+    verifier = factory()
     if not at:
-        return factory()
-    if base not in THRESHOLDED:
-        raise VeriloopError(f"verifier {base!r} takes no threshold (only {', '.join(THRESHOLDED)} do: selfcheck@0.8)")
+        return verifier
+    if not facts(verifier).takes_threshold:
+        raise VeriloopError(f"verifier {base!r} takes no threshold (only {', '.join(thresholded())} do: selfcheck@0.8)")
     try:
         value = float(threshold)
         return factory(threshold=value)
@@ -137,4 +160,7 @@ def get_verifier(name: str | Verifier) -> Verifier:
         raise VeriloopError(f"the threshold in {name!r} must be a number between 0 and 1") from None
 
 
-__all__ = ["THRESHOLDED", "VERIFIERS", "ChecksDomain", "Verifier", "VerifierFactory", "get_verifier"]
+__all__ = [
+    "THRESHOLDED", "VERIFIERS", "BaseVerifier", "ChecksDomain", "Facts", "Verifier", "VerifierFactory", "facts",
+    "get_verifier", "thresholded",
+]

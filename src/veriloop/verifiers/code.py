@@ -23,10 +23,11 @@ import ast
 import asyncio
 import re
 
-from ..domains.base import CodeTask, Domain, as_base_domain
+from ..domains.base import CodeTask, Domain
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..records import Message, Verdict, VerdictError
+from .base import BaseVerifier
 
 CODE_DOMAINS = "humaneval"
 MAX_TESTS = 10
@@ -45,7 +46,7 @@ def as_code_task(domain: Domain, verifier: str) -> CodeTask:
     return domain
 
 
-class _CodeVerifier:
+class _CodeVerifier(BaseVerifier):
     name: str
 
     def check_domain(self, domain: Domain) -> None:
@@ -57,6 +58,8 @@ class VisibleTests(_CodeVerifier):
     """The docstring's examples, run in the sandbox: sound for what it checks, incomplete."""
 
     name = "visible"
+    calls = 0
+    sound = True
 
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         task = as_code_task(episode.domain, self.name)
@@ -69,10 +72,12 @@ class HiddenTests(_CodeVerifier):
     """The problem's full tests, i.e. the ground truth: an oracle, for reference only."""
 
     name = "hidden"
+    calls = 0
+    sound = True
 
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         as_code_task(episode.domain, self.name)
-        verdict = await as_base_domain(episode.domain).averify(episode.instance, text)
+        verdict = await episode.domain.averify(episode.instance, text)
         verdict.verifier = self.name
         return verdict
 
@@ -127,6 +132,7 @@ class GeneratedTests(_CodeVerifier):
     """Tests the model writes for the signature, run in the sandbox: executable, unsound."""
 
     name = "generated"
+    calls = 1
 
     def __init__(self, tests: int = 5, max_tokens: int = 400) -> None:
         self.tests = tests

@@ -21,6 +21,7 @@ from ..react import observation_message, react, self_evidence_protocol, tool_pro
 from ..records import Message, Verdict, VerdictError
 from ..tools.base import Observation
 from ..verdict_text import parse_verdict
+from .base import BaseVerifier
 
 CRITIC_SYSTEM = "You check answers to problems carefully, using evidence, and write a critique of them."
 VERDICT_LINE = 'End with a line that is exactly "Verdict: correct" if the answer is right, or "Verdict: incorrect" if it is not.'
@@ -61,7 +62,7 @@ def _evidence_block(observations: list[Observation]) -> str:
     return "\n".join(lines)
 
 
-class CriticVerifier:
+class CriticVerifier(BaseVerifier):
     def __init__(self, use_tools: bool = True, max_interactions: int = 7, max_tokens: int = 320) -> None:
         self.use_tools = use_tools
         self.max_interactions = max_interactions

@@ -12,9 +12,9 @@ import json
 import re
 from typing import Any
 
-from ..domains.base import as_base_domain
 from ..episode import Episode
 from ..records import Verdict, VerdictError
+from .base import BaseVerifier
 
 JUDGE_SYSTEM = "You are a careful checker. You decide whether a proposed answer to a problem is correct."
 
@@ -98,9 +98,11 @@ def parse_judgement(reply: str, last: bool = False) -> Verdict:
     )
 
 
-class LLMJudge:
+class LLMJudge(BaseVerifier):
     """`cot` asks the judge to reason step by step before its verdict (the paper's
     Table A2 condition); the plain judge answers with the JSON alone."""
+
+    calls = 1
 
     def __init__(self, cot: bool = False, max_tokens: int | None = None) -> None:
         self.cot = cot
@@ -110,7 +112,7 @@ class LLMJudge:
     async def verify(self, episode: Episode, text: str, round: int) -> Verdict:
         answer = episode.domain.extract_answer(episode.instance, text)
         shown = answer if answer is not None else text[:MAX_SHOWN_CHARS]
-        extra = as_base_domain(episode.domain).judge_fields
+        extra = episode.domain.judge_fields
         messages = judge_messages(episode.domain.judge_task(episode.instance), shown, extra, self.cot)
         reply = await episode.call_one("verify", messages, episode.params(temperature=0.0, max_tokens=self.max_tokens), round)
         verdict = parse_judgement(reply, last=self.cot)

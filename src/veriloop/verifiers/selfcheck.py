@@ -5,11 +5,12 @@ the model to redo the solution from the first contradicted step."""
 
 from __future__ import annotations
 
-from ..domains.base import Domain, as_base_domain
+from ..domains.base import BaseDomain
 from ..episode import Episode
 from ..records import Instance, Verdict, VerdictError
 from ..selfcheck.checker import Ask, CheckSettings, StepChecker
 from ..selfcheck.records import SolutionCheck
+from .base import BaseVerifier
 
 # Rejects any solution with a contradicted step (w = 0.54 for one) or with three or more
 # steps the check could not relate (w = 0.58 for three), and accepts the rest.
@@ -17,10 +18,10 @@ DEFAULT_THRESHOLD = 0.6
 SHOWN_CHARS = 300
 
 
-def question_text(domain: Domain, instance: Instance) -> str:
+def question_text(domain: BaseDomain, instance: Instance) -> str:
     """The question a checker sees: the domain's `question_text` (by default the
     instance's question, else the judge's task text; MathQA adds its options)."""
-    return str(as_base_domain(domain).question_text(instance))
+    return str(domain.question_text(instance))
 
 
 def episode_ask(episode: Episode) -> Ask:
@@ -58,9 +59,11 @@ def verdict_from_check(check: SolutionCheck, threshold: float, name: str) -> Ver
     return Verdict(ok=ok, errors=[] if ok else errors, score=check.confidence, verifier=name)
 
 
-class SelfCheckVerifier:
+class SelfCheckVerifier(BaseVerifier):
     """`checker` is "steps" (the four-stage SelfCheck) or "global" (one call per
     solution, the paper's ablation). Every check is also kept on the trajectory."""
+
+    takes_threshold = True
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, checker: str = "steps", settings: CheckSettings | None = None) -> None:
         if not 0.0 <= threshold <= 1.0:
