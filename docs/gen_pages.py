@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from veriloop import cli
-from veriloop.experiment import spec
+from veriloop.experiment import schema as spec
 from veriloop.records import CallRecord, Instance, RoundRecord, ToolRecord, Trajectory, Verdict, VerdictError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +101,7 @@ def experiment_file() -> str:
     parts = [
         "# Experiment-file keys\n",
         "Generated from the pydantic models `veriloop eval` validates a file with "
-        "(`veriloop.experiment.spec`); a key not listed here is refused, with the file, line and key. "
+        "(`veriloop.experiment.schema`); a key not listed here is refused, with the file, line and key. "
         "The guide [Experiments as files](../guides/experiments.md) shows them in use.\n",
         model_table(spec.Experiment, "The file", "The top level of an experiment file."),
         model_table(spec.ModelEntry, "`[models.NAME]`", "A model, under the name the rest of the file uses."),

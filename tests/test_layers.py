@@ -8,8 +8,11 @@ importer lies in is dropped: Python imports it before the importer in any case.
 
 Pinned: no cycle anywhere; the ground floor (records.py) imports nothing of veriloop;
 nothing under experiment/ imports the cluster (its executor is found by name, see
-experiment/executor.py); the cluster imports no private name of experiment/ and not the
-engine (it sees the experiment through the executor seam and public records only).
+experiment/executor.py); the cluster imports no private name of experiment/, runs/ or
+stats/ and not the engine (it sees the experiment through the executor seam and public
+records only); runs/ (run directories) and stats/ (statistics over records) never import
+experiment/ (the matrix) or the cluster, and stats/ never imports runs/. A module kept at
+an old path for one release (a shim: `__moved_to__ = ...`) is no part of the picture.
 """
 
 from __future__ import annotations
@@ -190,7 +193,7 @@ def test_the_cluster_sees_the_experiment_through_the_executor_seam_only() -> Non
         if not (name == "veriloop.cluster" or name.startswith("veriloop.cluster.")):
             continue
         for target, names, line in import_statements(name, path, package, type_checking=True):
-            if not target.startswith("veriloop.experiment"):
+            if not target.startswith(("veriloop.experiment", "veriloop.runs", "veriloop.stats")):
                 continue
             if target == "veriloop.experiment.engine" or "engine" in names and target == "veriloop.experiment":
                 wrong.append(f"{name} line {line}: imports the engine")
@@ -213,13 +216,21 @@ def readme_layers() -> list[list[str]]:
     return rows
 
 
+def is_shim(path: Path) -> bool:
+    """A module kept at an old path for one release: it only re-exports its new module."""
+    return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__"
+                                                    for t in node.targets)
+               for node in ast.parse(path.read_text(encoding="utf-8")).body)
+
+
 def top_level_parts(root: Path) -> dict[str, str]:
-    """Module -> the top-level part of the package it lies in, as the picture names it."""
+    """Module -> the top-level part of the package it lies in, as the picture names it
+    (shims left out: an old path is no part of the layers)."""
     parts = {}
-    for name in modules(root):
+    for name, (path, _) in modules(root).items():
         pieces = name.split(".")
-        if len(pieces) == 1:
-            continue  # the package's own __init__: lazy exports, imports nothing (pinned below)
+        if len(pieces) == 1 or is_shim(path):
+            continue  # the root __init__ (lazy exports, imports nothing: pinned below), or a shim
         top = pieces[1]
         parts[name] = f"{top}/" if (root / top).is_dir() else f"{top}.py"
     return parts

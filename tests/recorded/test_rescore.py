@@ -151,7 +151,7 @@ def test_the_sound_verifier_gives_the_imports_verdicts_and_stops_llm_llm_at_37(s
              for t in read_trajectories(tmp_path / "rescored")}
     assert after == before and len(after) == 200
     stopping = {row.condition.partition(":")[0] + ":" + row.condition.partition(":")[2][:10]: (
-        row.recorded, row.stopped_by_verifier, row.oracle) for row in result.report.stopping}
+        row.recorded, row.stopped_by_verifier, row.oracle) for row in result.scores.stopping}
     assert stopping == {"backprompt:feedback=l": (1, 37, 37), "sampling:k=15,tempe": (39, 39, 39)}
     assert result.backend_calls == 0
 

@@ -13,8 +13,14 @@ import pytest
 from helpers import assert_one_line_error, read_trajectories, veriloop
 
 from veriloop.errors import VeriloopError
-from veriloop.recorded.selfverification import condition_name, model_folders
-from veriloop.reproduce.recorded import ACCEPTED, KINDS, _answer_keys, _candidate
+from veriloop.recorded.selfverification import (
+    ACCEPTED,
+    KINDS,
+    answer_keys,
+    condition_name,
+    model_folders,
+    proposed_colouring,
+)
 from veriloop.view import data
 
 BINARY, FIRST, ALL = (f"backprompt:feedback={f},max_rounds=16,temperature=0,verifier=sound"
@@ -92,7 +98,7 @@ def test_a_recorded_loop_is_its_trajectory_reply_for_reply(coloring_ts, shared_d
     folder = shared_data / "self_verification_outputs" / "graph_coloring" / "gpt-4" / "backprompting-first"
     record = json.loads((folder / "responses.json").read_text())["3"]
     stored = json.loads((folder / "evaluations.json").read_text())["3"]
-    keys = _answer_keys(record)
+    keys = answer_keys(record)
     assert keys == ["response", "response 0", "response 1", "response 2", "response 3", "response 4"]
     [t] = [t for t in coloring_ts if t.strategy == FIRST and t.instance_id == "coloring-instance-3"]
     assert [r.text for r in t.rounds] == [record[k] for k in keys]
@@ -123,7 +129,7 @@ def test_candidates_carry_gpt4s_judgement_as_a_verify_call(coloring_ts, shared_d
     [t] = [t for t in candidates if t.strategy == "candidates:llm" and t.instance_id == "coloring-instance-1"]
     assert t.calls[1].messages == [{"role": "user", "content": record["query"]}]
     assert t.calls[1].response == record["response"]
-    assert t.rounds[0].text == t.calls[0].response == _candidate(record["query"], "here")
+    assert t.rounds[0].text == t.calls[0].response == proposed_colouring(record["query"], "here")
 
 
 def test_the_viewer_reads_the_import_with_the_summarys_figures(coloring):

@@ -66,8 +66,8 @@ from ..studies.verification import JudgedItem, VerifierScore, score_verifier
 from ..tools.base import Toolbox
 from ..verifiers import get_verifier
 
-REPORT_JSON = "rescore.json"
-REPORT_MD = "rescore.md"
+SCORES_JSON = "rescore.json"
+SCORES_MD = "rescore.md"
 
 
 class Rescore(Strategy):
@@ -114,7 +114,7 @@ class StoppingRow(BaseModel):
     stopped_ci95: tuple[float, float]
 
 
-class RescoreReport(BaseModel):
+class RescoreScores(BaseModel):
     verifier: str
     judge_model: str | None
     overall: VerifierScore
@@ -125,7 +125,7 @@ class RescoreReport(BaseModel):
 @dataclass
 class RescoreResult:
     out_dir: Path
-    report: RescoreReport
+    scores: RescoreScores
     summaries: list[StrategySummary]
     new: int
     reused: int
@@ -141,7 +141,7 @@ def check_out(source: Path, out_dir: Path) -> None:
     if out == src or out.is_relative_to(src):
         where = "is the source" if out == src else f"is inside the source {source}"
         raise VeriloopError(f"--out {out_dir} {where}; rescore never writes into the run it reads: give another --out")
-    for name in (CONFIG, TRAJECTORIES, INSTANCES, SUMMARY, REPORT_JSON, REPORT_MD):
+    for name in (CONFIG, TRAJECTORIES, INSTANCES, SUMMARY, SCORES_JSON, SCORES_MD):
         if (out_dir / name).is_symlink():
             raise VeriloopError(f"{out_dir / name} is a symbolic link; rescore writes through none: give another --out")
 
@@ -313,7 +313,7 @@ async def rescore(
         new = await run_pairs(judge, domain, todo, out_dir, 0, total=len(recorded), concurrency=concurrency,
                               on_progress=on_progress, tools=tools)
         rescored = {**done, **{t.key: t for t in new}}
-        report = rescore_report(recorded, rescored, conditions, label,
+        scores = rescore_scores(recorded, rescored, conditions, label,
                                 None if verifier_calls(verifier) == 0 else model.name)
         ordered = [rescored[(conditions[t.strategy].canonical, t.instance_id, 0)] for t in recorded]
         names = list(dict.fromkeys(t.strategy for t in ordered))
@@ -325,14 +325,14 @@ async def rescore(
         # The instances judged, as an import keeps them: the viewer shows their references,
         # and a rescored directory can itself be rescored.
         write_instances(out_dir, (instances[i] for i in used))
-        write_file(out_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
-        write_file(out_dir / REPORT_MD, report_markdown(report, source))
-    return RescoreResult(out_dir, report, summaries, len(new), len(done),
+        write_file(out_dir / SCORES_JSON, scores.model_dump_json(indent=2) + "\n")
+        write_file(out_dir / SCORES_MD, scores_markdown(scores, source))
+    return RescoreResult(out_dir, scores, summaries, len(new), len(done),
                          sum(not c.cached for t in new for c in t.calls))
 
 
-def rescore_report(recorded: list[Trajectory], rescored: Mapping[tuple[str, str, int], Trajectory],
-                   conditions: Mapping[str, Rescore], label: str, judge_model: str | None) -> RescoreReport:
+def rescore_scores(recorded: list[Trajectory], rescored: Mapping[tuple[str, str, int], Trajectory],
+                   conditions: Mapping[str, Rescore], label: str, judge_model: str | None) -> RescoreScores:
     """The verifier against ground truth (over every recorded attempt; by condition, which
     is the answer kind where the source has kinds) and counterfactual stopping."""
     items: dict[str, list[JudgedItem]] = defaultdict(list)
@@ -359,7 +359,7 @@ def rescore_report(recorded: list[Trajectory], rescored: Mapping[tuple[str, str,
             mean_attempts_stopped=sum(_attempts_used(r) for _, r in both) / n,
             recorded_ci95=wilson_interval(kept, n), stopped_ci95=wilson_interval(stopped, n),
         ))
-    return RescoreReport(
+    return RescoreScores(
         verifier=label, judge_model=judge_model,
         overall=score_verifier(i for group in items.values() for i in group),
         by_condition={c: score_verifier(group) for c, group in items.items()}, stopping=stopping,
@@ -380,29 +380,29 @@ def _rate(x: float | None, ci: tuple[float, float] | None, k: int, n: int) -> st
     return f"{100 * x:.1f}% ({k}/{n}; {100 * ci[0]:.1f}-{100 * ci[1]:.1f})"
 
 
-def report_markdown(report: RescoreReport, source: Path) -> str:
+def scores_markdown(scores: RescoreScores, source: Path) -> str:
     """rescore.md: the verifier against ground truth, then counterfactual stopping."""
-    judge = f" on {report.judge_model}" if report.judge_model else ""
+    judge = f" on {scores.judge_model}" if scores.judge_model else ""
     lines = [
-        f"# {report.verifier}{judge} on the recorded answers of {source}", "",
+        f"# {scores.verifier}{judge} on the recorded answers of {source}", "",
         "## The verifier against ground truth (every recorded attempt; 95% Wilson intervals)", "",
         "| answers | n | accuracy | false positive rate (accepted among wrong) | "
         "false negative rate (rejected among right) | judge replies not read |",
         "|---|---:|---|---|---|---:|",
     ]
-    for name, s in [*report.by_condition.items(), ("all", report.overall)]:
+    for name, s in [*scores.by_condition.items(), ("all", scores.overall)]:
         right = round(s.accuracy * s.n)
         lines.append(f"| {name} | {s.n} | {_rate(s.accuracy, s.accuracy_ci95, right, s.n)} | "
                      f"{_rate(s.false_positive_rate, s.fpr_ci95, s.false_positives, s.negatives)} | "
                      f"{_rate(s.false_negative_rate, s.fnr_ci95, s.false_negatives, s.positives)} | {s.unreadable} |")
     lines += [
-        "", f"## Counterfactual stopping: each recorded loop or pool stopped at the first attempt {report.verifier} "
+        "", f"## Counterfactual stopping: each recorded loop or pool stopped at the first attempt {scores.verifier} "
         "accepts", "",
         "| condition | n | recorded answer | stopped by the verifier | oracle (first right attempt) | "
         "attempts (recorded / stopped) |",
         "|---|---:|---|---|---|---|",
     ]
-    for row in report.stopping:
+    for row in scores.stopping:
         lines.append(
             f"| {row.condition} | {row.n} | {_rate(row.recorded / row.n, row.recorded_ci95, row.recorded, row.n)} | "
             f"{_rate(row.stopped_by_verifier / row.n, row.stopped_ci95, row.stopped_by_verifier, row.n)} | "

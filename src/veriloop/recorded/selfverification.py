@@ -1,5 +1,6 @@
-"""The self-verification authors' released runs (`self_verification_outputs/`) as answers
-lines: `veriloop import SOURCE --format self-verification`.
+"""The self-verification authors' released runs (`self_verification_outputs/`): the one
+reader of their files, and those runs as answers lines (`veriloop import SOURCE --format
+self-verification`). reproduce.recorded computes the paper's tables through this reader.
 
 The layout (its README gives provenance): `<dataset>/<model>/<condition>/responses.json`
 with `evaluations.json` beside it, for graph colouring (`graph_coloring`), Game of 24
@@ -16,27 +17,26 @@ Invariants:
   condition `candidates:<kind>`, with GPT-4's recorded judgement kept as a `verify` call.
 - One model per run directory: SOURCE names the model folder, or the root / a dataset
   folder, where the paper's model (gpt-4) is read.
+- Reading never writes into the release; a file that is missing or not in the authors'
+  layout is one VeriloopError naming it. So is one that is not a regular file (a folder,
+  a device such as /dev/zero, a symlink loop) or is larger than MAX_JSON, checked before a
+  byte of it is read; JSON nested too deeply to parse is "not the authors' JSON".
 """
 
 from __future__ import annotations
 
+import json
+import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import CappedReadError, loads, read_capped, size_text
 from ..domains.base import Domain, Instance
 from ..errors import VeriloopError
 from ..records import CallRecord, Trajectory
-from ..reproduce.recorded import (
-    KINDS,
-    _answer_keys,
-    _by_number,
-    _candidate,
-    _graph_reader,
-    _puzzle,
-    _read_json,
-)
 from .answers import AnswerLine, Problem, json_kind
 
 PAPER_MODEL = "gpt-4"
@@ -118,13 +118,13 @@ def read_source(source: Path, domain: Domain, graphs: Path | None) -> SelfVerifi
         graphs = graphs or root.parent / "graph_coloring"
         if not graphs.is_dir():
             raise VeriloopError(f"{graphs}: no such folder of DIMACS graphs; give --data FOLDER (graph_coloring)")
-        graph = _graph_reader(domain, graphs)
+        graph = graph_reader(domain, graphs)
         instance_of: Callable[[str, dict[str, Any]], Instance] = lambda key, record: graph(key)  # noqa: E731
     else:
         def instance_of(key: str, record: dict[str, Any]) -> Instance:
             # Checked by _attempts: "query" a string or absent, "prompts" a list of strings or absent.
             prompt = record.get("query") or (record.get("prompts") or [""])[0]
-            return _puzzle(domain, key, str(prompt))  # type: ignore[no-any-return]
+            return puzzle_instance(domain, key, str(prompt))  # type: ignore[no-any-return]
     out = SelfVerificationSource(model, [], {}, {}, graphs if domain.name == "coloring" else None)
     for folder in folders:
         if folder.parent.name == "color_verification":
@@ -141,8 +141,8 @@ def read_source(source: Path, domain: Domain, graphs: Path | None) -> SelfVerifi
 def _answers(folder: Path, model: str, instance_of: Callable[[str, dict[str, Any]], Instance],
              out: SelfVerificationSource) -> None:
     name, rule = condition_name(folder.name, model)
-    responses = _read_json(folder / "responses.json")
-    for key in _by_number(responses):
+    responses = read_json(folder / "responses.json")
+    for key in by_number(responses):
         where = f"{folder / 'responses.json'}, instance {key}"
         record = responses[key]
         try:
@@ -173,7 +173,7 @@ def _attempts(key: str, record: Any) -> tuple[list[str | None], list[str], list[
                     for i in range(min(len(prompts), len(replies)) - 1) if i + 1 < len(prompts)]
         messages = [{"role": "user", "content": str(prompts[0])}] if prompts else None
         return replies, feedback, messages
-    keys = _answer_keys(record)
+    keys = answer_keys(record)
     replies = [_reply(record, k) for k in keys]
     feedback = [_string(record, f"backprompt {i}") for i in range(len(keys) - 1) if f"backprompt {i}" in record]
     if len(feedback) != len(keys) - 1:
@@ -227,9 +227,9 @@ def _added(prompt: str, following: str, reply: str | None) -> str:
 def _candidates(folder: Path, model: str, instance_of: Callable[[str, dict[str, Any]], Instance],
                 out: SelfVerificationSource) -> None:
     for kind in KINDS:
-        responses = _read_json(folder / kind / "responses.json")
+        responses = read_json(folder / kind / "responses.json")
         condition = f"candidates:{kind}"
-        for key in _by_number(responses):
+        for key in by_number(responses):
             where = f"{folder / kind / 'responses.json'}, instance {key}"
             record = responses[key]
             try:
@@ -237,7 +237,7 @@ def _candidates(folder: Path, model: str, instance_of: Callable[[str, dict[str, 
                 if not isinstance(record, dict):
                     raise VeriloopError("no query and response")
                 query, reply = _string(record, "query"), _string(record, "response")
-                candidate = _candidate(query, where)
+                candidate = proposed_colouring(query, where)
                 instance = instance_of(key, record)
             except VeriloopError as exc:
                 out.lines.append((where, Problem(where, str(exc).removeprefix(f"{where}: "))))
@@ -256,3 +256,95 @@ def add_judgement(t: Trajectory, source: SelfVerificationSource) -> None:
         t.calls.append(CallRecord(role="verify", round=1, messages=[{"role": "user", "content": query}],
                                   response=reply, finish_reason="recorded", prompt_tokens=0, completion_tokens=0,
                                   seconds=0.0, cached=False, model=source.model))
+
+
+# ---- reading the release: the one reader of the authors' files (reproduce.recorded uses it) ----
+
+KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
+"""The candidate kinds of the released colour-verification run, in the paper's order."""
+ACCEPTED = "Verifier confirmed success"
+MAX_JSON = 256 << 20
+"""The most veriloop reads of one recorded JSON file (the authors' largest is 3.4 MB): it
+is parsed whole, so this bounds what a file named like theirs can make a command hold."""
+CANDIDATE_START = "Please check if this coloring is correct:"
+CANDIDATE_END = "If it is, say"
+PUZZLE = re.compile(r"Input: ([0-9 ]+)\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A file of the authors' layout, bounded before it is read (see MAX_JSON)."""
+    try:
+        raw = read_capped(path, MAX_JSON)
+    except FileNotFoundError:
+        raise VeriloopError(f"{path}: not found; --recorded names the folder self_verification_outputs") from None
+    except CappedReadError as exc:
+        raise VeriloopError(f"{path}: {exc}; give self_verification_outputs as the authors released it (their "
+                            "files hold at most 4 MiB)") from None
+    try:
+        data = loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VeriloopError(f"{path}: not the authors' JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise VeriloopError(f"{path}: not the authors' layout (an object keyed by instance number)")
+    return data
+
+
+def by_number(responses: dict[str, Any]) -> list[str]:
+    """A file's instance keys ("1", "2", ... "100") in numeric order."""
+    return sorted(responses, key=lambda k: (len(k), k))
+
+
+def proposed_colouring(query: str, where: str) -> str:
+    start, end = query.find(CANDIDATE_START), query.find(CANDIDATE_END)
+    if start < 0 or end < start:
+        raise VeriloopError(f"{where}: the prompt does not hold a proposed colouring where the authors put it")
+    return query[start + len(CANDIDATE_START):end].strip()
+
+
+def graph_reader(domain: Any, graphs: Path) -> Callable[[str], Instance]:
+    """Graph `instance-<key>.col` of the folder as the coloring domain's instance, each
+    read once."""
+    loaded: dict[str, Instance] = {}
+
+    def graph(key: str) -> Instance:
+        if key not in loaded:
+            path = graphs / f"instance-{key}.col"
+            check_graph(path)
+            loaded[key] = domain.load_instances(str(path), n=1)[0]
+        return loaded[key]
+
+    return graph
+
+
+def check_graph(path: Path) -> None:
+    """A graph file is a regular file of at most MAX_JSON bytes before the domain reads it
+    (a missing one is left to the domain's own message)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); give the folder of "
+                            "DIMACS graphs (graph_coloring)") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON:
+        what = f"more than {size_text(MAX_JSON)}" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        raise VeriloopError(f"{path}: {what}, not a DIMACS graph; give the folder of DIMACS graphs (graph_coloring)")
+
+
+_NUMBERED = re.compile(r"response ([0-9]+)")
+
+
+def answer_keys(record: dict[str, Any]) -> list[str]:
+    """A record's answers in order: `response`, then `response 0`, `response 1`, ... (the
+    other keys are prompts, feedback and critiques)."""
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+    numbered = sorted((int(found.group(1)), key) for key in record
+                      if (found := _NUMBERED.fullmatch(key)) is not None)
+    return (["response"] if "response" in record else []) + [key for _, key in numbered]
+
+
+def puzzle_instance(domain: Any, key: str, prompt: str) -> Instance:
+    found = PUZZLE.search(prompt)
+    if found is None:
+        raise VeriloopError(f"game24 instance {key}: its prompt does not name the four numbers (Input: a b c d)")
+    return domain.parse_instance({"instance": found.group(1).strip()})  # type: ignore[no-any-return]

@@ -18,38 +18,37 @@ Invariants:
   and beside it by the coloring domain's own critique reader; each reply the two count
   otherwise is a `ReadOtherwise` with the convention of the authors' reader behind it
   (REVERSED_EDGE, ...), or "unexplained: ..." when none is, never dropped.
-- Nothing is written into the recorded folder; a file that is missing or not in the
-  authors' layout is one VeriloopError naming it. So is one that is not a regular file (a
-  folder, a device such as /dev/zero, a symlink loop) or is larger than MAX_JSON, checked
-  before a byte of it is read; JSON nested too deeply to parse is "not the authors' JSON".
+- Nothing is written into the recorded folder; every file of the release is read through
+  recorded.selfverification, the one reader of it (its invariants: a file missing, not in
+  the authors' layout, not a regular file or larger than MAX_JSON is one VeriloopError).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import CappedReadError, loads, read_capped, size_text
 from ..domains import get_domain
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..extras import can_draw
+from ..recorded.selfverification import (
+    ACCEPTED,
+    KINDS,
+    answer_keys,
+    by_number,
+    graph_reader,
+    proposed_colouring,
+    puzzle_instance,
+    read_json,
+)
 from ..studies.verification import JudgedItem, VerifierScore, studied_domain
 from .self_verification import PAPER_TABLE1, PAPER_TABLE2, plot_figure2
 
-KINDS = ("correct", "ablated", "non-optimal", "random", "llm")
-"""The candidate kinds of the released colour-verification run, in the paper's order."""
-ACCEPTED = "Verifier confirmed success"
-MAX_JSON = 256 << 20
-"""The most veriloop reads of one recorded JSON file (the authors' largest is 3.4 MB): it
-is parsed whole, so this bounds what a file named like theirs can make a command hold."""
-CANDIDATE_START = "Please check if this coloring is correct:"
-CANDIDATE_END = "If it is, say"
 # Why veriloop's verifier and the authors' checker judge an answer otherwise: their conventions.
 ISOLATED = "isolated vertices left uncoloured: the authors' checker asks a colour only of vertices with an edge"
 WORD_COLOURS = ("colours named in words (Red, Blue, ...): the authors' checker compares colours as strings, "
@@ -70,66 +69,6 @@ class Disagreement:
     cause: str
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A file of the authors' layout, bounded before it is read (see MAX_JSON)."""
-    try:
-        raw = read_capped(path, MAX_JSON)
-    except FileNotFoundError:
-        raise VeriloopError(f"{path}: not found; --recorded names the folder self_verification_outputs") from None
-    except CappedReadError as exc:
-        raise VeriloopError(f"{path}: {exc}; give self_verification_outputs as the authors released it (their "
-                            "files hold at most 4 MiB)") from None
-    try:
-        data = loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VeriloopError(f"{path}: not the authors' JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise VeriloopError(f"{path}: not the authors' layout (an object keyed by instance number)")
-    return data
-
-
-def _by_number(responses: dict[str, Any]) -> list[str]:
-    """A file's instance keys ("1", "2", ... "100") in numeric order."""
-    return sorted(responses, key=lambda k: (len(k), k))
-
-
-def _candidate(query: str, where: str) -> str:
-    start, end = query.find(CANDIDATE_START), query.find(CANDIDATE_END)
-    if start < 0 or end < start:
-        raise VeriloopError(f"{where}: the prompt does not hold a proposed colouring where the authors put it")
-    return query[start + len(CANDIDATE_START):end].strip()
-
-
-def _graph_reader(domain: Any, graphs: Path) -> Callable[[str], Instance]:
-    """Graph `instance-<key>.col` of the folder as the coloring domain's instance, each
-    read once."""
-    loaded: dict[str, Instance] = {}
-
-    def graph(key: str) -> Instance:
-        if key not in loaded:
-            path = graphs / f"instance-{key}.col"
-            _check_graph(path)
-            loaded[key] = domain.load_instances(str(path), n=1)[0]
-        return loaded[key]
-
-    return graph
-
-
-def _check_graph(path: Path) -> None:
-    """A graph file is a regular file of at most MAX_JSON bytes before the domain reads it
-    (a missing one is left to the domain's own message)."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise VeriloopError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); give the folder of "
-                            "DIMACS graphs (graph_coloring)") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON:
-        what = f"more than {size_text(MAX_JSON)}" if stat.S_ISREG(info.st_mode) else "not a regular file"
-        raise VeriloopError(f"{path}: {what}, not a DIMACS graph; give the folder of DIMACS graphs (graph_coloring)")
-
-
 def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], list[Disagreement]]:
     """GPT-4's 500 recorded judgements of proposed colourings, as the verification study's
     items (truth: the authors' evaluation), and where veriloop's sound verifier disagrees.
@@ -143,13 +82,13 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
         and the disagreements in the same order.
     """
     domain = get_domain("coloring")
-    graph = _graph_reader(domain, graphs)
+    graph = graph_reader(domain, graphs)
     items: list[JudgedItem] = []
     disagreements: list[Disagreement] = []
     for kind in KINDS:
         folder = recorded / "color_verification" / "gpt-4" / kind
-        responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
-        for index, key in enumerate(_by_number(responses)):
+        responses, evaluations = read_json(folder / "responses.json"), read_json(folder / "evaluations.json")
+        for index, key in enumerate(by_number(responses)):
             where = f"{folder / 'responses.json'}, instance {key}"
             try:
                 query, reply = responses[key]["query"], responses[key]["response"]
@@ -157,7 +96,7 @@ def color_verification(recorded: Path, graphs: Path) -> tuple[list[JudgedItem], 
             except (KeyError, TypeError):
                 raise VeriloopError(f"{where}: no query, response or stored evaluation") from None
             instance = graph(key)
-            candidate = _candidate(query, where)
+            candidate = proposed_colouring(query, where)
             items.append(JudgedItem(
                 domain="coloring", instance_id=instance.id, index=index, kind=kind, candidate=candidate,
                 truth=bool(truth), judge="llm", judged_ok=ACCEPTED in reply, reply=reply,
@@ -281,10 +220,10 @@ def critique_table(recorded: Path, graphs: Path, items: list[JudgedItem]) -> lis
     """Table A4 from the recorded verification replies (the items color_verification gives)."""
     domain = get_domain("coloring")
     reader = studied_domain(domain)
-    graph = _graph_reader(domain, graphs)
+    graph = graph_reader(domain, graphs)
     rows = []
     for kind in KINDS:
-        evaluations = _read_json(recorded / "color_verification" / "gpt-4" / kind / "evaluations.json")
+        evaluations = read_json(recorded / "color_verification" / "gpt-4" / kind / "evaluations.json")
         authors = [0, 0, 0]
         ours = [0, 0, 0]
         errors = correct = 0
@@ -413,18 +352,6 @@ class Table1Cell:
     by_attempts: list[int]
 
 
-_NUMBERED = re.compile(r"response ([0-9]+)")
-
-
-def _answer_keys(record: dict[str, Any]) -> list[str]:
-    """A record's answers in order: `response`, then `response 0`, `response 1`, ... (the
-    other keys are prompts, feedback and critiques)."""
-    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
-    numbered = sorted((int(found.group(1)), key) for key in record
-                      if (found := _NUMBERED.fullmatch(key)) is not None)
-    return (["response"] if "response" in record else []) + [key for _, key in numbered]
-
-
 def _solved(verdicts: list[bool], rule: str) -> bool:
     if not verdicts:
         return False
@@ -440,7 +367,7 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
     cells = []
     for label, folder_name, rule in conditions:
         folder = folder_of(folder_name)
-        responses, evaluations = _read_json(folder / "responses.json"), _read_json(folder / "evaluations.json")
+        responses, evaluations = read_json(folder / "responses.json"), read_json(folder / "evaluations.json")
         authors = ours = 0
         disagreements: list[Disagreement] = []
         runs: list[list[bool]] = []
@@ -449,7 +376,7 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
             if key not in responses or key not in evaluations:
                 raise VeriloopError(f"{folder / 'responses.json'}: instance {key} is not recorded with its evaluation")
             instance = instance_of(key, responses[key])
-            keys = _answer_keys(responses[key])
+            keys = answer_keys(responses[key])
             stored = [bool(evaluations[key].get(k)) for k in keys]
             verdicts = [domain.verify(instance, responses[key][k]) for k in keys]
             for k, verdict, theirs in zip(keys, verdicts, stored):
@@ -470,7 +397,7 @@ def color_table1(recorded: Path, graphs: Path) -> list[Table1Cell]:
     """Table 1's colouring row from GPT-4's recorded answers on graphs 1-100, each
     condition scored by the authors' stored verdicts and by veriloop's sound verifier."""
     domain = get_domain("coloring")
-    graph = _graph_reader(domain, graphs)
+    graph = graph_reader(domain, graphs)
     return _table1(lambda name: recorded / "graph_coloring" / "gpt-4" / name, TABLE1_CONDITIONS,
                    lambda responses: [str(n) for n in TABLE1_GRAPHS], lambda key, record: graph(key), domain,
                    lambda instance, verdict, answer, stored: _cause(instance, verdict, answer))
@@ -482,7 +409,6 @@ ANSWER_MARKER = ("the reply ends with a marker ([ANSWER END]) the authors' reade
                  "veriloop reads the expression")
 SECOND_TRY = ("the reply drops a first expression and gives another: the authors read the first (malformed), "
               "veriloop the last")
-PUZZLE = re.compile(r"Input: ([0-9 ]+)\n")
 
 
 def game24_table1(recorded: Path) -> list[Table1Cell]:
@@ -492,13 +418,13 @@ def game24_table1(recorded: Path) -> list[Table1Cell]:
     domain = get_domain("game24")
 
     def puzzle(key: str, record: dict[str, Any]) -> Instance:
-        return _puzzle(domain, key, str(record.get("query", "")))
+        return puzzle_instance(domain, key, str(record.get("query", "")))
 
     def cause(instance: Instance, verdict: Any, answer: str, stored: Any) -> str:
         return _game24_cause(verdict, answer, stored)
 
     return _table1(lambda name: recorded / "game24" / "gpt-4" / name, GAME24_CONDITIONS,
-                   _by_number, puzzle, domain, cause)
+                   by_number, puzzle, domain, cause)
 
 
 GAME24_0613_CONDITIONS = (
@@ -517,17 +443,17 @@ def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
     cells = []
     for label, folder_name in GAME24_0613_CONDITIONS:
         folder = recorded / "game24" / "gpt-4-0613" / folder_name
-        responses = _read_json(folder / "responses.json")
-        evaluations = _read_json(folder / "evaluations.json") if (folder / "evaluations.json").exists() else None
+        responses = read_json(folder / "responses.json")
+        evaluations = read_json(folder / "evaluations.json") if (folder / "evaluations.json").exists() else None
         authors = ours = 0
         disagreements: list[Disagreement] = []
         runs: list[list[bool]] = []
-        for key in _by_number(responses):
+        for key in by_number(responses):
             record = responses[key]
             answers, prompts = record.get("responses"), record.get("prompts")
             if not isinstance(answers, list) or not isinstance(prompts, list) or not prompts:
                 raise VeriloopError(f"{folder / 'responses.json'}, instance {key}: no lists of prompts and responses")
-            instance = _puzzle(domain, key, prompts[0])
+            instance = puzzle_instance(domain, key, prompts[0])
             verdicts = [domain.verify(instance, str(answer)) for answer in answers]
             runs.append([v.ok for v in verdicts])
             ours += any(v.ok for v in verdicts)
@@ -549,13 +475,6 @@ def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
         cells.append(Table1Cell(label, authors if evaluations is not None else None, ours, len(runs), disagreements,
                                 by_attempts))
     return cells
-
-
-def _puzzle(domain: Any, key: str, prompt: str) -> Instance:
-    found = PUZZLE.search(prompt)
-    if found is None:
-        raise VeriloopError(f"game24 instance {key}: its prompt does not name the four numbers (Input: a b c d)")
-    return domain.parse_instance({"instance": found.group(1).strip()})  # type: ignore[no-any-return]
 
 
 def _game24_cause(verdict: Any, answer: str, stored: Any) -> str:
