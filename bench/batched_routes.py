@@ -79,7 +79,7 @@ async def generation(model: Any) -> float:
 
 async def first_wave(model: Any, out: Path) -> float:
     from veriloop.domains import get_domain
-    from veriloop.experiment.runner import run_experiment
+    from veriloop.runs.runner import run_experiment
     from veriloop.strategies import parse_strategy
 
     domain = get_domain("game24")

@@ -108,7 +108,7 @@ def _decode_step(c: Any, ctx: Any, batch: Any, count: int, first: int, length: i
 async def main_job(model_id: str, threads: int, concurrency: int, out: Path) -> tuple[float, list[str], object]:
     from veriloop.cli.run import DEFAULT_STRATEGIES, run_spec
     from veriloop.experiment.engine import build_domain
-    from veriloop.experiment.runner import run_experiment
+    from veriloop.runs.runner import run_experiment
     from veriloop.strategies import parse_strategy
 
     spec = run_spec(

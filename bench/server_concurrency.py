@@ -63,12 +63,12 @@ from rich.console import Console
 
 from veriloop.domains import get_domain
 from veriloop.domains.game24 import all_solvable_puzzles, solve
-from veriloop.experiment import runner
 from veriloop.models import GenParams, load_model
 from veriloop.models.base import Completion
 from veriloop.models.counting import CountingModel
 from veriloop.progress import ProgressReporter
 from veriloop.records import Message, Trajectory
+from veriloop.runs import runner
 from veriloop.strategies import parse_strategy
 
 MODEL = "standin-24"

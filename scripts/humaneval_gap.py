@@ -19,10 +19,10 @@ from collections import Counter
 from pathlib import Path
 
 from veriloop.domains import get_domain
-from veriloop.experiment.metrics import wilson_interval
-from veriloop.experiment.paired import paired_comparison
-from veriloop.experiment.runner import load_trajectories
 from veriloop.records import Trajectory
+from veriloop.runs.runner import load_trajectories
+from veriloop.stats.metrics import wilson_interval
+from veriloop.stats.paired import paired_comparison
 
 CAUSES = ("no function in the reply", "code that does not parse", "cut off by the token limit", "wrong value",
           "exception", "time-out")

@@ -14,7 +14,7 @@ from helpers import read_trajectories
 
 import veriloop
 from veriloop import CheckError, Task, Verdict, VerdictError, VeriloopError
-from veriloop.experiment.runner import load_trajectories
+from veriloop.runs.runner import load_trajectories
 
 BASE = "Name an even number."
 REJECT = "Your answer is not correct"

@@ -22,7 +22,7 @@ from helpers import assert_one_line_error, the_error, veriloop, veriloop_process
 
 import veriloop as vl
 from veriloop import CheckError, FunctionCheck, Task
-from veriloop.experiment.runner import load_trajectories
+from veriloop.runs.runner import load_trajectories
 
 ROWS = [{"q": "1+1"}, {"q": "2+2"}, {"q": "3+3"}]
 
@@ -208,7 +208,7 @@ def test_a_time_limit_must_be_positive():
 
 def test_an_experiment_task_takes_check_timeout(tmp_path):
     from veriloop.experiment.engine import build_domain
-    from veriloop.experiment.spec import parse_experiment
+    from veriloop.experiment.overrides import parse_experiment
 
     (tmp_path / "rows.jsonl").write_text('{"q": "1+1"}\n')
     (tmp_path / "my_checks.py").write_text("def ok(row, answer):\n    return True\n")

@@ -14,7 +14,7 @@ from helpers import the_error, veriloop
 
 from veriloop import datasets
 from veriloop.datasets import SETS, DataSetMissing, locate, lookup, pinned
-from veriloop.experiment.spec import find_experiment, load_experiment
+from veriloop.experiment.overrides import find_experiment, load_experiment
 
 MISSING_COLORING = ("error: the data set 'graph-coloring' is not installed: "
                     "veriloop data install graph-coloring --from FOLDER")

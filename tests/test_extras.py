@@ -335,7 +335,7 @@ def test_a_reproduction_writes_its_tables_without_figures(tmp_path) -> None:
 
 def test_a_function_whose_job_is_a_figure_is_one_line(tmp_path) -> None:
     proc = core_only_process(code=(
-        "from pathlib import Path\nfrom veriloop.experiment.frontier import FrontierPanel, FrontierPoint, plot_frontier\n"
+        "from pathlib import Path\nfrom veriloop.stats.frontier import FrontierPanel, FrontierPoint, plot_frontier\n"
         "from veriloop.errors import VeriloopError\n"
         "try:\n"
         f"    plot_frontier(Path({str(tmp_path / 'f.png')!r}), [FrontierPanel('t', [FrontierPoint('a', 10.0, 0.5, 0.4, 0.6)])])\n"

@@ -258,3 +258,23 @@ def test_the_package_root_imports_nothing_when_imported() -> None:
     # Its names are found on first use (importlib by name), so `from veriloop import X`
     # anywhere costs nothing and ties no layer to another.
     assert import_graph(SRC)["veriloop"] == {}
+
+
+NEVER_IMPORTS = {
+    "veriloop.runs": ("veriloop.experiment", "veriloop.cluster"),
+    "veriloop.stats": ("veriloop.runs", "veriloop.experiment", "veriloop.cluster"),
+}
+
+
+def test_runs_and_stats_never_import_the_matrix() -> None:
+    mods = modules(SRC)
+    assert set(NEVER_IMPORTS) <= set(mods)  # the packages are there (an absent one would pass)
+    wrong = [
+        f"{name} line {line}: imports {target}"
+        for name, (path, package) in mods.items()
+        for below, forbidden in NEVER_IMPORTS.items() if name == below or name.startswith(below + ".")
+        for target, names, line in import_statements(name, path, package, type_checking=True)
+        for t in [target, *(f"{target}.{n}" for n in names)]
+        if any(t == f or t.startswith(f + ".") for f in forbidden)
+    ]
+    assert wrong == []

@@ -27,7 +27,7 @@ __version__ = "0.3.0"  # pyproject.toml reads it; CHANGELOG.md says what each ve
 _EXPORTS = {
     "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
     "toolbox": "api", "Result": "api", "Summary": "api", "eval_experiment": "api", "aeval_experiment": "api",
-    "Experiment": "experiment.spec", "load_experiment": "experiment.spec",
+    "Experiment": "experiment.schema", "load_experiment": "experiment.overrides",
     "Task": "task",
     "FunctionCheck": "checks", "CheckError": "checks", "load_check": "checks",
     "Verdict": "records", "VerdictError": "records", "Instance": "records", "Trajectory": "records",
@@ -67,7 +67,8 @@ if TYPE_CHECKING:
     from .domains import DOMAINS, BaseDomain, Domain
     from .domains import get_domain as domain
     from .errors import VeriloopError
-    from .experiment.spec import Experiment, load_experiment
+    from .experiment.overrides import load_experiment
+    from .experiment.schema import Experiment
     from .models import CachedModel, CallCache, Completion, FunctionModel, GenParams, Model, VeriloopWarning
     from .records import CallRecord, Instance, Message, RoundRecord, Trajectory, Verdict, VerdictError
     from .strategies import STRATEGIES, Strategy

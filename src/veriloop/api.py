@@ -25,13 +25,13 @@ from .checks import check_time_limit, is_check_function
 from .domains import Domain, get_domain
 from .domains.base import FunctionChecked
 from .errors import VeriloopError
-from .experiment.identity import content_sha256
-from .experiment.metrics import StrategySummary
-from .experiment.runner import run_episode
-from .experiment.spec import Experiment
+from .experiment.schema import Experiment
 from .models import CachedModel, CallCache, Model, as_model
 from .progress import ProgressReporter
 from .records import Message, Trajectory
+from .runs.identity import content_sha256
+from .runs.runner import run_episode
+from .stats.metrics import StrategySummary
 from .strategies import Strategy, parse_strategy
 from .task import Task
 from .tools import Tool, Toolbox, ToolCache, get_tool
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 Summary = StrategySummary
 """What `evaluate` found for one strategy over a task's instances.
 
-An alias of `veriloop.experiment.metrics.StrategySummary` (a pydantic model): ground-truth
+An alias of `veriloop.stats.metrics.StrategySummary` (a pydantic model): ground-truth
 accuracy with its 95% Wilson interval, the mean number of answers, calls, tokens and time.
 
 Attributes:
@@ -552,7 +552,7 @@ async def aevaluate(
     if not strategies:
         raise VeriloopError("evaluate() needs at least one strategy")
     chosen = [parse_strategy(s, {"max_rounds": max_rounds, "k": k}) for s in strategies]
-    # Described, not compared (experiment.identity): the command line records a task by its
+    # Described, not compared (runs.identity): the command line records a task by its
     # file and --check spec, which would never equal these labels of the same task.
     config = {
         "task_description": domain.description,
@@ -564,7 +564,7 @@ async def aevaluate(
         "api": "veriloop.evaluate",
     }
     from .experiment.engine import DomainPlan, ExecutorOptions, Progress, SingleRun, execute
-    from .experiment.spec import ModelEntry
+    from .experiment.schema import ModelEntry
 
     box = toolbox(tools)
     # What a spec file cannot hold (the domain object, Strategy objects, the toolbox, the
@@ -756,8 +756,8 @@ async def aeval_experiment(
         ```
     """
     from .experiment.engine import ExecutorOptions, Progress, execute, executor_names
-    from .experiment.spec import Experiment as Spec
-    from .experiment.spec import experiment_from_data, find_experiment, load_experiment
+    from .experiment.overrides import experiment_from_data, find_experiment, load_experiment
+    from .experiment.schema import Experiment as Spec
 
     if isinstance(experiment, Spec):
         # Read back to run: the base URLs whole (a plain dump drops their credentials).

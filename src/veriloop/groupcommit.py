@@ -4,7 +4,7 @@ Callers hand items to a `GroupCommit` and wait for their acknowledgement; one th
 commits whatever has accumulated as one batch (while it fsyncs one batch, the next one
 gathers), then acknowledges every caller of that batch at once. An acknowledgement means
 the batch's commit returned; an error in the commit reaches every caller of the batch.
-The record files (experiment.jsonl) and the call cache (models.cache) write through it.
+The record files (runs.jsonl) and the call cache (models.cache) write through it.
 """
 
 from __future__ import annotations

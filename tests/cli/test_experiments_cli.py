@@ -12,9 +12,9 @@ from helpers import ISSUE_EXAMPLE, TEST_REPLY_TOKENS, assert_one_line_error, ver
 from servers import SECRET
 
 from veriloop import __version__
-from veriloop.experiment.runner import load_trajectories
 from veriloop.models.capped import capped_identity
 from veriloop.models.packs import PACKS
+from veriloop.runs.runner import load_trajectories
 
 
 def test_dry_run_lists_the_cells_with_an_estimate_and_loads_no_model(tmp_path) -> None:

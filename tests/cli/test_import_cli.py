@@ -211,7 +211,7 @@ def test_an_error_naming_a_hostile_path_is_escaped(tmp_path):
 
 
 def test_a_source_over_the_cap_is_refused_before_it_is_hashed(tmp_path, monkeypatch):
-    from veriloop.experiment import identity
+    from veriloop.runs import identity
 
     hashed: list[object] = []
     original = identity.content_sha256

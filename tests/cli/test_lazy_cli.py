@@ -31,7 +31,7 @@ to seconds to import."""
 ABOUT_OTHER_COMMANDS = (
     "veriloop.experiment", "veriloop.strategies", "veriloop.verifiers", "veriloop.models", "veriloop.view",
     "veriloop.reproduce", "veriloop.recorded", "veriloop.studies", "veriloop.cluster", "veriloop.tools",
-    "veriloop.selfcheck", "veriloop.agent", "veriloop.api", "veriloop.report", "veriloop.progress",
+    "veriloop.selfcheck", "veriloop.agent", "veriloop.api", "veriloop.tables", "veriloop.progress",
     "veriloop.domains.planning", "veriloop.domains.coloring", "veriloop.domains.humaneval",
 )
 """What the other commands run on: experiments, strategies, models (ModelSettings, the

@@ -18,9 +18,9 @@ from rich.console import Console, Group
 from scripted import ScriptedModel
 
 from veriloop.errors import VeriloopError
-from veriloop.experiment.metrics import StrategySummary
 from veriloop.progress import ProgressReporter, count_calls
-from veriloop.report import fit_table, markdown_blocks, render_text, summary_text
+from veriloop.stats.metrics import StrategySummary
+from veriloop.tables import fit_table, markdown_blocks, render_text, summary_text
 
 ELLIPSIS = "\u2026"
 
@@ -312,7 +312,7 @@ def test_study_reports_each_judgement_with_its_total_before_the_first_instance_i
 
 def test_model_calls_are_counted_as_each_comes_back(tmp_path):
     from veriloop.domains import get_domain
-    from veriloop.experiment.runner import run_experiment
+    from veriloop.runs.runner import run_experiment
     from veriloop.strategies import parse_strategy
 
     domain = get_domain("game24")
@@ -504,8 +504,8 @@ def test_the_loaded_llama_computes_with_the_thread_count_given(monkeypatch, smol
 
 
 def test_paired_block_fits_80_columns_one_pair_per_line_when_it_can():
-    from veriloop.experiment.paired import paired_comparison
-    from veriloop.report import paired_text
+    from veriloop.stats.paired import paired_comparison
+    from veriloop.tables import paired_text
 
     none, two = [False] * 10, [False, True, False, True] + [False] * 6  # the README's main job: sampling solved 2
     pairs = [paired_comparison(none, two, names=("standard", "sampling:k=5")),

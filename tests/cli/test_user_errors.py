@@ -215,7 +215,7 @@ class TestUnreadableFiles:
         assert_one_line_error(proc, f"{path}, line 2: not UTF-8 text (byte 0xe9); save the file as UTF-8")
 
     def test_an_experiment_file_nested_too_deeply_names_its_line(self, tmp_path):
-        from veriloop.experiment.spec import load_experiment, parse_experiment
+        from veriloop.experiment.overrides import load_experiment, parse_experiment
 
         path = tmp_path / "deep.toml"
         path.write_text(f'name = "x"\n\nstrategies = {DEEP}\n')
@@ -240,7 +240,7 @@ class TestUnreadableFiles:
             get_domain("gsm8k").load_instances(str(data), n=1)
 
     def test_a_record_file_nested_too_deeply_names_its_line(self, tmp_path):
-        from veriloop.experiment.runner import load_trajectories
+        from veriloop.runs.runner import load_trajectories
 
         path = tmp_path / "trajectories.jsonl"
         path.write_text('{"strategy": "s", "domain": "d", "model": "m", "instance_id": ' + DEEP + ', "seed": 0}\n')

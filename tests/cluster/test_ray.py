@@ -24,8 +24,8 @@ from servers import SECRET
 import veriloop
 from veriloop.cluster.driver import Job, RayExecutor
 from veriloop.domains import get_domain
-from veriloop.experiment.runner import load_trajectories
 from veriloop.records import Trajectory
+from veriloop.runs.runner import load_trajectories
 from veriloop.strategies import parse_strategy
 
 EXPERIMENT = """\
@@ -402,7 +402,7 @@ def test_the_driver_writes_a_trajectory_received_twice_once(tmp_path) -> None:
               strategies=[strategy], seed=0, generator="m", role_models={}, title="t", experiment=None)
     executor = RayExecutor({})
     from veriloop.cluster.jobs import Shard
-    from veriloop.experiment.jsonl import RecordWriter
+    from veriloop.runs.jsonl import RecordWriter
 
     shard = Shard.of(0, [(strategy.canonical, instance)])
     job.writer = RecordWriter(tmp_path / "trajectories.jsonl")
@@ -437,7 +437,7 @@ def test_the_relay_hands_a_request_to_the_driver_and_its_answer_back() -> None:
 
 def test_the_driver_checks_budgets_answers_from_its_cache_and_charges_every_sample(tmp_path) -> None:
     from veriloop.experiment.budget import Meter, Usage
-    from veriloop.experiment.spec import Budget
+    from veriloop.experiment.schema import Budget
     from veriloop.models import CallCache, Completion
 
     domain = get_domain("game24")
@@ -476,7 +476,7 @@ def test_both_executors_read_a_models_key_from_its_variable_and_refuse_an_unset_
     from veriloop.cluster.driver import model_recipes
     from veriloop.errors import VeriloopError
     from veriloop.experiment.engine import load_models
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
 
     spec = Experiment.model_validate({
         "name": "keys", "strategies": ["standard"], "domains": [{"name": "game24"}],

@@ -31,8 +31,8 @@ from veriloop.cluster.worker import Relay, RelayedModel
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
 from veriloop.experiment.budget import Meter, Usage
-from veriloop.experiment.runner import cancel_and_wait, load_trajectories
-from veriloop.experiment.spec import Budget
+from veriloop.experiment.schema import Budget
+from veriloop.runs.runner import cancel_and_wait, load_trajectories
 
 MESSAGES = [{"role": "user", "content": "Name an even number."}]
 
@@ -295,7 +295,7 @@ def test_identical_calls_on_a_ray_worker_send_one_request_each(tmp_path, ray_clu
     has been asked to begin all 6 calls, so each identical call starts while the other is
     in flight: 3 requests, and each puzzle's second call replays the first's reply."""
     from veriloop.experiment.engine import build_domain
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
     from veriloop.strategies import parse_strategy
 
     puzzles, specs = 3, ["standard", "backprompt:verifier=sound,feedback=first,max_rounds=1"]

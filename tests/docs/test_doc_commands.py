@@ -416,7 +416,7 @@ def test_comments_and_entries_agree_on_exit_status():
 
 
 def test_every_experiment_file_shown_is_one_veriloop_accepts():
-    from veriloop.experiment.spec import parse_experiment
+    from veriloop.experiment.overrides import parse_experiment
 
     shown = [(page, body) for page, lang, body in page_blocks() if lang == "toml" and "[[domains]]" in body]
     assert shown

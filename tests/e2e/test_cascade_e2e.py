@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import veriloop
 
-from veriloop.experiment.runner import load_trajectories
+from veriloop.runs.runner import load_trajectories
 
 pytestmark = pytest.mark.model
 

@@ -17,12 +17,12 @@ import pytest
 from helpers import veriloop_process
 
 from veriloop.domains import get_domain
-from veriloop.experiment.runner import load_trajectories, run_experiment
-from veriloop.experiment.spec import find_experiment, load_experiment
+from veriloop.experiment.overrides import find_experiment, load_experiment
 from veriloop.models import CachedModel, CallCache
 from veriloop.react import observation_message, parse_action
 from veriloop.records import Trajectory
 from veriloop.reproduce.critic import option_sets, task_conditions
+from veriloop.runs.runner import load_trajectories, run_experiment
 from veriloop.strategies import Strategy, parse_strategy
 from veriloop.tools.base import Observation
 from veriloop.tools.config import ToolSettings, build_toolbox

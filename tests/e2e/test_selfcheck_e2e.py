@@ -16,8 +16,8 @@ import pytest
 from helpers import TEST_DATA, veriloop_process
 
 from veriloop.domains import get_domain
-from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache
+from veriloop.runs.runner import load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 from veriloop.verifiers.selfcheck import question_text, verdict_from_check
 

@@ -13,9 +13,9 @@ from helpers import TEST_REPLY_TOKENS
 from scripted import SameReply
 
 from veriloop.domains import get_domain
-from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache
 from veriloop.records import Trajectory, Verdict, VerdictError
+from veriloop.runs.runner import load_trajectories, run_experiment
 from veriloop.strategies import Strategy, parse_strategy
 from veriloop.verifiers import get_verifier
 from veriloop.verifiers.llm_judge import parse_judgement

@@ -114,7 +114,7 @@ def test_the_wheel_ships_the_package_its_data_catalogue_and_licence(wheel: Path)
 
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("veriloop/py.typed", "veriloop/datasets.json", "veriloop/view/assets/view.js",
-                   "veriloop/experiments/self-verification.toml", "veriloop/__main__.py"):
+                   "veriloop/experiment_files/self-verification.toml", "veriloop/__main__.py"):
         assert needed in names, needed
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert {name.split("/")[0] for name in names} == {"veriloop", wheel.name.split("-py3")[0] + ".dist-info"}

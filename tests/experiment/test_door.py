@@ -18,7 +18,7 @@ from veriloop import VeriloopError
 from veriloop.cli import evaluate as evaluate_command
 from veriloop.experiment.engine import ExecutorOptions, SingleRun, execute, plan
 from veriloop.experiment.executor import ModelsLoadInterrupted
-from veriloop.experiment.spec import Experiment
+from veriloop.experiment.schema import Experiment
 
 
 def sums(tmp_path, **more) -> dict:

@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veriloop.errors import VeriloopError
-from veriloop.experiment.jsonl import drop_torn_tail
-from veriloop.experiment.metrics import wilson_interval
-from veriloop.experiment.runner import load_trajectories
 from veriloop.models.base import GenParams
 from veriloop.models.cache import _missing_runs, call_key
+from veriloop.runs.jsonl import drop_torn_tail
+from veriloop.runs.runner import load_trajectories
+from veriloop.stats.metrics import wilson_interval
 from veriloop.strategies import parse_strategy, split_specs
 from veriloop.verifiers.llm_judge import parse_judgement
 
@@ -142,7 +142,7 @@ def test_torn_last_line_is_dropped_and_bad_lines_are_reported(tmp_path):
 
 def test_domain_options_are_part_of_a_run(tmp_path):
     from veriloop.errors import VeriloopError
-    from veriloop.experiment.identity import check_same_run
+    from veriloop.runs.identity import check_same_run
 
     old = {"domain": "toxicity", "domain_options": {"threshold": 0.5}, "seed": 0}
     check_same_run(tmp_path, old, dict(old))

@@ -14,7 +14,8 @@ from scripted import Adder
 from veriloop import VeriloopError
 from veriloop.experiment.engine import ExecutorOptions, execute, plan, run_eval
 from veriloop.experiment.executor import EXECUTORS, open_executor
-from veriloop.experiment.spec import Experiment, parse_experiment
+from veriloop.experiment.overrides import parse_experiment
+from veriloop.experiment.schema import Experiment
 
 
 def sums(tmp_path: Path) -> Experiment:

@@ -13,9 +13,10 @@ from helpers import ISSUE_EXAMPLE
 
 import veriloop
 from veriloop import Completion, VeriloopError
-from veriloop.experiment.runner import run_experiment
-from veriloop.experiment.spec import Cell, find_experiment, load_experiment, parse_experiment, path_component
+from veriloop.experiment.matrix import Cell, path_component
+from veriloop.experiment.overrides import find_experiment, load_experiment, parse_experiment
 from veriloop.printable import printable
+from veriloop.runs.runner import run_experiment
 from veriloop.strategies import parse_strategy
 
 JUDGED = (("verifier_model", "judge"),)
@@ -271,7 +272,7 @@ def test_cells_run_with_the_judge_in_its_role_and_a_rerun_calls_no_model(tmp_pat
     # backprompt's first answer is standard's call (temperature 0): the cache answers it
     assert (len(script.generator_calls), len(script.judge_calls), result.backend_calls) == (12, 6, 18)
     assert all("Proposed answer" not in m[-1]["content"] for m in script.generator_calls)
-    judged = veriloop.experiment.runner.load_trajectories(
+    judged = veriloop.runs.runner.load_trajectories(
         tmp_path / "exp" / "gen" / "sums" / "LLM_judge-seed0" / "trajectories.jsonl")
     assert [[(c.role, c.model) for c in t.calls] for t in judged] == [
         [("generate", None), ("verify", "judge"), ("generate", None), ("verify", "judge")]
@@ -448,7 +449,7 @@ def test_critic_and_checker_roles_go_to_their_models(tmp_path) -> None:
         ("backprompt:verifier=sound,feedback=llm,max_rounds=2", "critic", "checker", "complete"),
         ("selfcheck:n=2,max_steps=1", "critic", "checker", "complete"),
     ]
-    records = {p.cell.strategy: veriloop.experiment.runner.load_trajectories(p.run_dir / "trajectories.jsonl")[0]
+    records = {p.cell.strategy: veriloop.runs.runner.load_trajectories(p.run_dir / "trajectories.jsonl")[0]
                for p in result.plans}
     backprompt, selfcheck = records.values()
     assert [(c.role, c.model) for c in backprompt.calls] == [("generate", None), ("critique", "critic"),
@@ -465,7 +466,7 @@ def test_one_progress_line_names_the_cell_and_counts_trajectories_calls_and_toke
     from rich.console import Console
 
     from veriloop.experiment.engine import Progress, load_models, plan, run_eval
-    from veriloop.experiment.spec import experiment_from_data
+    from veriloop.experiment.overrides import experiment_from_data
     from veriloop.progress import ProgressReporter
 
     script = Script()

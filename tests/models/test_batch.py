@@ -19,9 +19,9 @@ from standins.openai import OpenAIStandin
 
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.runner import TRAJECTORIES, run_experiment
 from veriloop.models.batch.apis import BATCH_APIS
 from veriloop.models.cache import CachedModel, CallCache
+from veriloop.runs.runner import TRAJECTORIES, run_experiment
 from veriloop.strategies import parse_strategy
 
 ROUNDS = 2  # the stand-in's reply is wrong for game24: backprompt uses every round

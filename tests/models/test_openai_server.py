@@ -11,9 +11,9 @@ from servers import SECRET, free_port
 
 from veriloop.domains import get_domain
 from veriloop.errors import ModelTransportError
-from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache, GenParams
 from veriloop.models.openai_compat import OpenAICompatModel
+from veriloop.runs.runner import load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 
 pytestmark = [pytest.mark.model, pytest.mark.server]

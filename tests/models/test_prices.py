@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 from genai_prices import Usage, calc_price, data_snapshot
 
-from veriloop.experiment.spec import ModelEntry
+from veriloop.experiment.schema import ModelEntry
 from veriloop.models.prices import Rates, price_for
 
 

@@ -24,11 +24,11 @@ from helpers import the_error, veriloop
 
 from veriloop.domains import get_domain
 from veriloop.errors import ModelTransportError, VeriloopError
-from veriloop.experiment.identity import check_same_run
-from veriloop.experiment.runner import load_trajectories, run_experiment
 from veriloop.models import CachedModel, CallCache, GenParams
 from veriloop.models.openai_compat import OpenAICompatModel, _retry_after, normalise_url
 from veriloop.models.providers.openai import _logprobs
+from veriloop.runs.identity import check_same_run
+from veriloop.runs.runner import load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 
 QUESTION = [{"role": "user", "content": "What is 6 times 4?"}]
@@ -520,7 +520,7 @@ def test_the_cli_deployment_flag_lets_two_urls_share_cached_answers(tmp_path):
 
 def test_an_experiment_model_entry_takes_a_deployment_and_a_retry_budget(tmp_path):
     from veriloop.experiment.engine import load_models
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
 
     experiment = Experiment.model_validate({
         "name": "e", "concurrency": 3, "domains": [{"name": "game24"}], "strategies": ["standard"],
@@ -783,7 +783,7 @@ def test_the_cli_refuses_a_password_in_the_base_url_and_writes_nothing_of_it(tmp
 
 def test_an_experiments_records_hold_its_base_urls_without_secrets(tmp_path):
     from veriloop.experiment.engine import plan, write_spec
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
 
     url = "http://127.0.0.1:9/v1?api-version=1&api_key=SECRETVALUE123"
     experiment = Experiment.model_validate({

@@ -71,7 +71,7 @@ def task_source(tmp_path: Path) -> tuple[Path, Path]:
     answers (the first right), and its instances recorded. Returns the run and the marker."""
     import json
 
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
     from veriloop.records import RoundRecord, Trajectory
 
     theirs, marker = booby_trapped_check(tmp_path)

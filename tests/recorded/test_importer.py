@@ -18,9 +18,9 @@ from helpers import read_trajectories
 
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.metrics import summarise
 from veriloop.recorded.answers import AnswerLine, Problem, read_answers
 from veriloop.recorded.importer import REPORT, import_lines, trajectory_of
+from veriloop.stats.metrics import summarise
 
 OWN = " (the game24 domain's own instances; give --data FILE)"
 FEEDBACK = ["That makes 12, not 24.", "Now use only two of the numbers."]

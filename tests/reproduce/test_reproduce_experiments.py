@@ -14,13 +14,12 @@ from helpers import TEST_DATA, assert_one_line_error, veriloop
 
 from veriloop.errors import VeriloopError
 from veriloop.experiment.engine import plan
-from veriloop.experiment.spec import (
+from veriloop.experiment.matrix import only_domains, path_component
+from veriloop.experiment.overrides import (
     find_experiment,
     load_experiment,
-    only_domains,
     overrides,
     parse_experiment,
-    path_component,
     shipped_experiments,
 )
 from veriloop.models.packs import DEFAULT_MODEL

@@ -13,8 +13,8 @@ from scripted import play
 
 import veriloop
 from veriloop.domains import get_domain
-from veriloop.experiment.runner import load_trajectories
 from veriloop.models.base import Completion
+from veriloop.runs.runner import load_trajectories
 
 GAME24 = get_domain("game24")
 PUZZLE = GAME24.parse_instance({"instance": "1 1 4 6"})

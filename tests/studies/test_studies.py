@@ -11,7 +11,7 @@ from scripted import SameReply
 from servers import SERVER_REPLY
 
 from veriloop.domains import get_domain
-from veriloop.experiment.spec import find_experiment, load_experiment
+from veriloop.experiment.overrides import find_experiment, load_experiment
 from veriloop.models import CachedModel, CallCache
 from veriloop.records import RoundRecord, Trajectory
 from veriloop.reproduce.self_verification import accuracy_by_round, reproduce

@@ -79,7 +79,7 @@ def run_dir(tmp_path: Path, played: dict[str, Trajectory]) -> Path:
 def write_config(run: Path, spec: dict, **settings: object) -> None:
     """A config.json as `veriloop run` writes it: the settings and the whole experiment it
     filled from its flags (`spec`), from which the run's domain could be rebuilt."""
-    from veriloop.experiment.spec import Experiment
+    from veriloop.experiment.schema import Experiment
 
     dumped = Experiment.model_validate({
         "name": "run", "models": {"main": {"id": "openai/scripted"}}, "strategies": ["standard"], **spec,

@@ -40,9 +40,9 @@ from view_runs import (
 )
 
 from veriloop.errors import VeriloopError
-from veriloop.experiment.metrics import summarise
-from veriloop.experiment.pools import strategy_pools
 from veriloop.selfcheck.scoring import confidence
+from veriloop.stats.metrics import summarise
+from veriloop.stats.pools import strategy_pools
 from veriloop.view import data, page
 from veriloop.view.report import build
 from veriloop.view.serve import VERSION_PATH, LivePage, ViewServer
@@ -100,7 +100,7 @@ def test_groups_whose_rounds_form_pools_carry_their_pool_curves(run_dir, played)
     # The loop whose judge rejected the right answer once: both rounds right.
     rejected = rows[(played["rejected"].strategy, 0)]["pools"]
     assert all(c["values"] == [1.0, 1.0] for c in rejected["curves"])
-    # The figures are experiment.pools' on the same trajectories, as the results files have them.
+    # The figures are stats.pools' on the same trajectories, as the results files have them.
     assert sound == strategy_pools(played["sound"].strategy, [played["sound"]]).model_dump(exclude={"strategy"})
 
 

@@ -16,7 +16,7 @@ import pytest
 from playwright import sync_api
 from view_runs import FEEDBACK, HOSTILE, PROGRAM_QUESTION, PUZZLE, STEP_CHECKS, STEP_QUESTION, TOOL_CALLS, write_run
 
-from veriloop.experiment.metrics import summarise
+from veriloop.stats.metrics import summarise
 from veriloop.view import data
 from veriloop.view.report import build
 

@@ -13,7 +13,7 @@ from .common import out
 def data_list() -> None:
     """List the data sets, whether each is installed, its size, licence and source."""
     from ..datasets import SETS, SHARED, is_installed, size_text, total_size
-    from ..report import fit_table
+    from ..tables import fit_table
 
     rows = [
         [s.name, "yes" if is_installed(s) else f"no (using {SHARED / s.folder})" if (SHARED / s.folder).is_dir()

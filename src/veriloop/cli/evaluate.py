@@ -14,7 +14,7 @@ from .options import TYPED, CacheFlags, ExecutorFlags, grouped
 
 if TYPE_CHECKING:
     from ..experiment.engine import CellPlan, EvalResult, ExecutorOptions, Progress, SingleRun
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
     from ..progress import ProgressReporter
 
 
@@ -47,7 +47,7 @@ def eval_command(
     model call; after a budget stop, raise the cap and run again to continue.
 
     The file format: docs/guides/experiments.md, every key in docs/reference/experiment-file.md."""
-    from ..experiment.spec import describe, find_experiment, load_experiment, shipped_experiments
+    from ..experiment.overrides import describe, find_experiment, load_experiment, shipped_experiments
 
     if list_:
         for name, path in shipped_experiments().items():
@@ -124,7 +124,7 @@ def through_the_door(
 
 def print_plan(spec: Experiment, plans: list[CellPlan], target: Path) -> None:
     from ..experiment.engine import estimate
-    from ..report import fit_table
+    from ..tables import fit_table
 
     estimates = [estimate(p) for p in plans]
     rows = []
@@ -154,7 +154,7 @@ def _total(values: list[int | None]) -> str:
 
 def print_results(spec: Experiment, result: EvalResult, title: str | None = None) -> None:
     from ..experiment.results import TABLE_HEADERS, table_rows
-    from ..report import fit_table
+    from ..tables import fit_table
 
     rows = result.rows  # as results.csv has them
     out.print(fit_table(TABLE_HEADERS, table_rows(rows), out.width, title=title or f"{spec.name}: {len(rows)} cells"))

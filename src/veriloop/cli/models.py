@@ -18,7 +18,7 @@ def models_list() -> None:
     from rich.markup import escape
 
     from ..models.packs import DEFAULT_MODEL, PACKS, is_installed, pack_path
-    from ..report import fit_table
+    from ..tables import fit_table
 
     # escape: "veriloop[local]" is a name, not rich markup.
     rows = [

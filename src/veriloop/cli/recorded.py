@@ -55,9 +55,9 @@ def import_command(
     when every line was imported, 1 when some were skipped, 2 when none could be.
     """
     from ..domains import get_domain
-    from ..experiment.identity import content_sha256
     from ..recorded.importer import import_lines
-    from ..report import print_summary
+    from ..runs.identity import content_sha256
+    from ..tables import print_summary
     from .run import domain_options
 
     if fmt not in FORMATS:
@@ -181,11 +181,11 @@ def rescore_command(
     """
     from ..checks import FunctionCheck, load_check
     from ..experiment.budget import BudgetReached
-    from ..experiment.spec import Budget
+    from ..experiment.schema import Budget
     from ..models.function import FunctionModel
     from ..recorded.rescore import TaskChoice, check_out, rescore, source_run
-    from ..report import print_markdown, print_summary
     from ..strategies.base import verifier_calls
+    from ..tables import print_markdown, print_summary
     from ..verifiers import get_verifier
 
     if check_timeout is not None and not (check or task_check):

@@ -14,7 +14,7 @@ from .common import SEARCH_URL_HELP, Opt, out, slug, tool_settings
 from .options import TYPED, CacheFlags, ExecutorFlags, MainModelFlags, OptionGroup, grouped
 
 if TYPE_CHECKING:
-    from ..experiment.spec import Override
+    from ..experiment.overrides import Override
 
 
 def _subset(value: str | None, known: list[str], what: str, where: str = "") -> list[str] | None:
@@ -28,7 +28,7 @@ def _subset(value: str | None, known: list[str], what: str, where: str = "") -> 
 
 def _show(target: Path, table: str, calls: int, what: str, note: str = "") -> None:
     """Print the reproduction's main table (fitted to the terminal) and where its files are."""
-    from ..report import print_markdown
+    from ..tables import print_markdown
 
     print_markdown(out, (target / table).read_text())
     out.print(f"{calls} backend calls; {what} in {target}/{note}", highlight=False)
@@ -51,7 +51,7 @@ def shows(table: str, what: str, note: Callable[[Any], str] = lambda spec: "") -
 
 def shipped(name: str) -> Any:
     """A shipped experiment file as it is (to turn a command's options into overrides of it)."""
-    from ..experiment.spec import find_experiment, load_experiment
+    from ..experiment.overrides import find_experiment, load_experiment
 
     return load_experiment(find_experiment(name))
 
@@ -87,7 +87,7 @@ def run_shipped(
     """A reproduction as `veriloop eval` runs it: the shipped experiment file `name` with
     the command's options as overrides (then the user's --set items), then `transform`
     (what --set cannot say: some of its domains only, one more domain)."""
-    from ..experiment.spec import find_experiment, load_experiment
+    from ..experiment.overrides import find_experiment, load_experiment
     from .evaluate import run_experiment_file
 
     spec = load_experiment(find_experiment(name), sets)
@@ -135,7 +135,7 @@ def self_verification(
     The same as `veriloop eval self-verification` (the shipped experiment file; veriloop
     eval --list shows where it is) with each option given as a --set: the cells are under
     OUT/main/DOMAIN/CONDITION-seedS/."""
-    from ..experiment.spec import overrides
+    from ..experiment.overrides import overrides
 
     if recorded is not None:
         given = {"--instances": instances, "--verification-instances": verification_instances,
@@ -150,7 +150,7 @@ def self_verification(
         target = run.out_dir or Path("runs") / "reproduce-self-verification-recorded"
         graphs = data_root / "graph_coloring" if data_root is not None else locate("graph-coloring")
         *first, last = reproduce_recorded(recorded, graphs, target)
-        from ..report import print_markdown
+        from ..tables import print_markdown
 
         for table in first:
             print_markdown(out, table.read_text())
@@ -169,7 +169,7 @@ def self_verification(
     show = shows("table1.md", "tables and figure", lambda spec: f" ({', '.join(spec.domain_keys())})")
 
     def only(spec: Any) -> Any:
-        from ..experiment.spec import only_domains
+        from ..experiment.matrix import only_domains
 
         chosen = _subset(domains, spec.domain_keys(), "domain", " for this reproduction")
         return spec if chosen is None else only_domains(spec, chosen)
@@ -226,7 +226,9 @@ def critic(
     The same as `veriloop eval critic` (the shipped experiment file; veriloop eval --list
     shows where it is) with each option given as a --set: the cells are under
     OUT/main/TASK/CONDITION-seedS/."""
-    from ..experiment.spec import DomainEntry, Rule, add_domain, only_domains, overrides
+    from ..experiment.matrix import add_domain, only_domains
+    from ..experiment.overrides import overrides
+    from ..experiment.schema import DomainEntry, Rule
     from ..reproduce.critic import TASK_NAMES, option_sets
 
     chosen = _subset(tasks, list(TASK_NAMES), "task")
@@ -313,7 +315,8 @@ def selfcheck(
     The same as `veriloop eval selfcheck` (the shipped experiment file; veriloop eval
     --list shows where it is) with each option given as a --set: the cells are under
     OUT/main/DOMAIN/CHECKER-seedS/."""
-    from ..experiment.spec import Rule, overrides
+    from ..experiment.overrides import overrides
+    from ..experiment.schema import Rule
     from ..reproduce import with_option
     from ..reproduce.selfcheck import DATASET_OF, DATASETS, checkers
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter  # typer's own copy of click
 
     from ..domains.base import Instance
-    from ..experiment.runner import RunResult
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
+    from ..runs.runner import RunResult
     from ..strategies.base import Strategy
 
 DEFAULT_DOMAIN = "game24"
@@ -147,7 +147,7 @@ def run_spec(
     error naming the flag."""
     from pydantic import ValidationError
 
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
     from ..models.llamacpp import thread_count
 
     tools = {"search_corpus": str(tool.search_corpus) if tool.search_corpus else None, "search_url": tool.search_url,
@@ -283,7 +283,7 @@ def run(
 
 def print_run(result: RunResult, strategies: list[Strategy], specs: list[str], instances: list[Instance], label: str,
               model: str, seed: int, no_cache: bool, run_dir: Path) -> None:
-    from ..report import print_paired, print_summary
+    from ..tables import print_paired, print_summary
 
     first_id, last_id = instances[0].id, instances[-1].id
     title = f"{label} on {model}: {len(instances)} instances ({first_id} .. {last_id}), seed {seed}"

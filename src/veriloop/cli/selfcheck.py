@@ -82,7 +82,7 @@ def selfcheck(
 
 def show_check(check: SolutionCheck, model: str, threshold: float, accepted: bool) -> None:
     """The check as a table of steps (fitted to the terminal) and a line with the confidence."""
-    from ..report import fit_table
+    from ..tables import fit_table
 
     names = {1: "supports", 0: "not related", -1: "CONTRADICTS"}
     rows = []

@@ -32,8 +32,8 @@ def verification(
     one-error, non-optimal, random, the model's own) with the plain and the chain-of-thought
     prompt; print accuracy, false positive and false negative rates (paper Tables 2, A2)."""
     from ..domains import get_domain
-    from ..report import print_markdown
     from ..studies.verification import game24_evaluation_table, report_table, run_verification_study, verification_table
+    from ..tables import print_markdown
 
     dom = get_domain(domain)
     instances = dom.load_instances(str(data) if data else None, n=n, offset=offset)

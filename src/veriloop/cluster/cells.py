@@ -18,7 +18,8 @@ from ..experiment.executor import (
     run_groups,
     to_run,
 )
-from ..experiment.spec import ROLE_CALLS, Experiment
+from ..experiment.matrix import ROLE_CALLS
+from ..experiment.schema import Experiment
 from ..models.base import Model
 from .driver import Job, RayExecutor, model_recipes
 

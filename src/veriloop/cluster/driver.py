@@ -39,22 +39,22 @@ from typing import TYPE_CHECKING, Any
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached, CallPrice, Meter, Usage, call_usage
-from ..experiment.dirlock import DirectoryHold, hold
 from ..experiment.executor import ClusterStats, api_key_of
-from ..experiment.jsonl import RecordWriter
-from ..experiment.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..models.base import Completion, Model
 from ..models.cache import CachedModel, CallCache, Flights
 from ..models.settings import ModelSettings
 from ..progress import count_calls
 from ..records import Trajectory
+from ..runs.dirlock import DirectoryHold, hold
+from ..runs.jsonl import RecordWriter
+from ..runs.runner import TRAJECTORIES, RunResult, cancel_and_wait, finish_run, open_run
 from ..strategies.base import Strategy
 from . import require_ray
 from .jobs import JobSpec, ModelRecipe, Shard, ShardStopped
 from .worker import ActorModel, ModelWorker, Relay
 
 if TYPE_CHECKING:
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
 
 SHARDS_PER_WORKER = 2  # in flight on each worker: the next one starts while one ends
 NAMESPACE = "veriloop"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..domains.base import Domain, Instance
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
     from ..models.base import Model
     from ..models.settings import ModelSettings
     from ..strategies.base import Strategy

@@ -28,11 +28,11 @@ from typing import Any
 from ..domains.base import Instance
 from ..errors import VeriloopError
 from ..experiment.budget import BudgetReached
-from ..experiment.runner import cancel_and_wait, run_episode
 from ..models.base import Completion, GenParams, Model, TokenLogprob
 from ..models.cache import call_key, generate_missing
 from ..models.counting import innermost
 from ..records import Message, Trajectory
+from ..runs.runner import cancel_and_wait, run_episode
 from ..tools.base import Toolbox
 from .jobs import JobSpec, ModelRecipe, ShardStopped
 

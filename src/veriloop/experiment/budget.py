@@ -18,7 +18,7 @@ from typing import Protocol
 from ..errors import VeriloopError
 from ..models.base import Completion, GenParams, Model
 from ..records import Message, Trajectory
-from .spec import Budget
+from .schema import Budget
 
 
 class BudgetReached(VeriloopError):

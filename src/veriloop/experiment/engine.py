@@ -4,7 +4,7 @@ A cell is one generator on one domain with one strategy and seed (and the models
 roles in it). Each is run by the ordinary runner in `DIR/<model>/<domain>/<strategy>-seedS`,
 so an interrupted experiment resumes cell by cell, trajectory by trajectory, and a
 finished one re-runs without a model call. `run_eval` holds the experiment's directory
-(experiment.dirlock) and each cell's run directory while it runs: one process at a time.
+(runs.dirlock) and each cell's run directory while it runs: one process at a time.
 
 The engine plans the cells and writes the results and the report; running the cells is
 an executor's (experiment.executor): here by default (LocalCells, one cell after the
@@ -34,8 +34,10 @@ from ..domains.base import Domain
 from ..errors import VeriloopError
 from ..models.base import Model
 from ..models.providers import limits_of
+from ..runs.dirlock import hold, refuse_if_held
+from ..runs.identity import content_sha256
+from ..runs.runner import RunResult, check_run_dir
 from ..strategies import parse_strategy
-from .dirlock import hold, refuse_if_held
 from .executor import (
     EXECUTORS,
     CellExecutor,
@@ -52,9 +54,8 @@ from .executor import (
     recorded_in,
     tools_for,
 )
-from .identity import content_sha256
-from .runner import RunResult, check_run_dir
-from .spec import Cell, DomainEntry, Experiment, TaskEntry
+from .matrix import Cell
+from .schema import DomainEntry, Experiment, TaskEntry
 
 if TYPE_CHECKING:
     from ..strategies.base import Strategy
@@ -145,7 +146,7 @@ class SingleRun:
     importer tell a run directory from an experiment's by them). For one model, one
     domain or task and one seed, no roles, no cell budget and no report.
 
-    `config`: what the run's config.json records (its identity, experiment.identity);
+    `config`: what the run's config.json records (its identity, runs.identity);
     default: what `veriloop run` records, from the spec. `domain`, `strategies`: given
     from Python (a Task or domain object and its instances, Strategy objects) instead of
     the spec's entries, which a spec file cannot hold."""
@@ -239,7 +240,7 @@ def _plan_single(experiment: Experiment, out_dir: Path, single: SingleRun) -> li
 
 def run_config(experiment: Experiment, dom: DomainPlan, defaults: Mapping[str, object]) -> dict[str, object]:
     """What `veriloop run` records in its run directory's config.json: the settings that
-    define the run (experiment.identity), and the whole spec its flags filled, so the run
+    define the run (runs.identity), and the whole spec its flags filled, so the run
     can be re-created from it (experiment_of_config)."""
     from ..models.openai_compat import url_without_secrets
 
@@ -379,7 +380,7 @@ def write_spec(out_dir: Path, experiment: Experiment) -> None:
     """The resolved experiment, beside its cells (every default filled in)."""
     import json
 
-    from .jsonl import write_file
+    from ..runs.jsonl import write_file
 
     record = {"veriloop_version": __version__, **experiment.model_dump(), "prices": price_records(experiment)}
     write_file(out_dir / SPEC_FILE, json.dumps(record, indent=2) + "\n")

@@ -10,7 +10,7 @@ executors exist, found by name in `EXECUTORS`:
 An entry (veriloop.registry) is a "module:factory" string, imported only when its name is
 asked for, so nothing under experiment/ imports the cluster, and Ray stays an optional
 extra. The cluster in turn needs only this module and public records of the lower
-layers (experiment.spec, .budget, .runner, .dirlock, .jsonl): the plans it runs
+layers (experiment.schema, .matrix, .budget; runs.runner, .dirlock, .jsonl): the plans it runs
 (`CellPlan`, `DomainPlan`), what it reports (`Progress`, `ClusterStats`) and the rules
 every executor applies to a cell (`price_of`, `model_prices`, `recorded_in`, `tools_for`, `api_key_of`,
 `budget_meters`, `run_groups`, `to_run`).
@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import VeriloopError
 from ..records import Trajectory
 from ..registry import Registry
+from ..runs.jsonl import read_records
+from ..runs.runner import TRAJECTORIES, RunResult, run_experiment
 from .budget import BackendCalls, BudgetReached, CallPrice, Meter, MeteredModel, Usage, usage_of
-from .jsonl import read_records
-from .runner import TRAJECTORIES, RunResult, run_experiment
-from .spec import ROLE_CALLS, Cell, Experiment
+from .matrix import ROLE_CALLS, Cell
+from .schema import Experiment
 
 if TYPE_CHECKING:
     from ..domains.base import Domain, Instance

@@ -268,7 +268,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
 
 # ---- the experiment files shipped with veriloop ------------------------------------------
 
-SHIPPED = Path(__file__).resolve().parent.parent / "experiments"
+SHIPPED = Path(__file__).resolve().parent.parent / "experiment_files"
 
 
 def shipped_experiments() -> dict[str, Path]:

@@ -20,7 +20,7 @@ from ..registry import Registry
 if TYPE_CHECKING:
     from ..models.base import Model
     from .engine import EvalResult, Progress
-    from .spec import Experiment
+    from .schema import Experiment
 
 # Name -> the REPORT of its module, imported when a file names it.
 REPORTS: Registry[Report] = Registry("report")

@@ -1,6 +1,6 @@
 """An experiment's results: one row per cell (results.csv, .md, .json), the accuracy vs
 tokens frontier (frontier.png), accuracy at matched token budgets and each pair of
-strategies compared on the same instances (experiment.paired), all computed from the
+strategies compared on the same instances (stats.paired), all computed from the
 cells' trajectories on disk, never from anything else."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pydantic import BaseModel
 
 from ..extras import can_draw
 from ..records import CallRecord, Trajectory
+from ..stats.metrics import VerifierScore, score_judgements, summarise
+from ..stats.paired import RESAMPLES, PairedComparison, difference_text, p_text, pairwise
 from .budget import CallPrice, usage_of
 from .executor import CellPlan, price_of, price_records
-from .metrics import VerifierScore, score_judgements, summarise
-from .paired import RESAMPLES, PairedComparison, difference_text, p_text, pairwise
-from .spec import Experiment
+from .schema import Experiment
 
 if TYPE_CHECKING:
     from .engine import EvalResult
@@ -225,8 +225,15 @@ def verifiers_markdown(rows: Sequence[VerifierRow]) -> list[str]:
 def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult]:
     """results.csv/.md/.json, frontier.png and the matched-budget tables in the
     experiment's directory; returns the rows."""
-    from .frontier import FrontierPanel, FrontierPoint, matched_budget_markdown, plot_frontier
-    from .pools import experiment_pools, frontier_curves, frontier_note, pools_json, pools_markdown, pools_section
+    from ..stats.frontier import FrontierPanel, FrontierPoint, matched_budget_markdown, plot_frontier
+    from ..stats.pools import (
+        experiment_pools,
+        frontier_curves,
+        frontier_note,
+        pools_json,
+        pools_markdown,
+        pools_section,
+    )
 
     out = result.out_dir
     rows = [cell_result(experiment, p) for p in result.plans]
@@ -303,6 +310,6 @@ def write_results(experiment: Experiment, result: EvalResult) -> list[CellResult
 
 
 def _write(path: Path, text: str) -> None:
-    from .jsonl import write_file
+    from ..runs.jsonl import write_file
 
     write_file(path, text)

@@ -1,9 +1,17 @@
-"""The experiment spec, now three modules: experiment.schema (the pydantic models of
-the file), experiment.matrix (cells, roles, the matrix) and experiment.overrides (reading a
-file, `--set`, the shipped files). Every name keeps its old import path here."""
+"""Deprecated: `veriloop.experiment.spec` is split into
+veriloop.experiment.schema, veriloop.experiment.matrix, veriloop.experiment.overrides (the file's models; cells, roles and the matrix; reading files, --set and the
+shipped files); this path works for one release.
 
-from ..errors import SpecError  # noqa: F401
-from .matrix import (  # noqa: F401
+Importing it warns once (DeprecationWarning); every name it had is the new modules' own.
+"""
+
+import warnings
+
+from veriloop.errors import (  # noqa: F401
+    SpecError,
+    VeriloopError,
+)
+from veriloop.experiment.matrix import (  # noqa: F401
     MATRIX_KEYS,
     ROLE_CALLS,
     Cell,
@@ -15,7 +23,7 @@ from .matrix import (  # noqa: F401
     only_domains,
     path_component,
 )
-from .overrides import (  # noqa: F401
+from veriloop.experiment.overrides import (  # noqa: F401
     SHIPPED,
     Override,
     _child,
@@ -38,7 +46,7 @@ from .overrides import (  # noqa: F401
     parse_set,
     shipped_experiments,
 )
-from .schema import (  # noqa: F401
+from veriloop.experiment.schema import (  # noqa: F401
     Budget,
     DomainEntry,
     Experiment,
@@ -52,4 +60,12 @@ from .schema import (  # noqa: F401
     _known_model,
     _Strict,
     _unique,
+)
+
+__moved_to__ = "veriloop.experiment.schema, veriloop.experiment.matrix, veriloop.experiment.overrides"
+warnings.warn(
+    "veriloop.experiment.spec is deprecated: it is split into veriloop.experiment.schema, veriloop.experiment.matrix, veriloop.experiment.overrides; "
+    "import a name from the module that defines it (the old path goes in the next release)",
+    DeprecationWarning,
+    stacklevel=2,
 )

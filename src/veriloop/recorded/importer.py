@@ -34,11 +34,11 @@ from pathlib import Path
 from ..datafiles import MAX_CONFIG, CappedReadError, loads, read_capped
 from ..domains.base import Domain
 from ..errors import VeriloopError
-from ..experiment.dirlock import hold
-from ..experiment.metrics import StrategySummary, summarise
-from ..experiment.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, write_instances, write_summary
 from ..files import write_file
 from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory
+from ..runs.dirlock import hold
+from ..runs.runner import CONFIG, TRAJECTORIES, RunResult, check_run_dir, write_instances, write_summary
+from ..stats.metrics import StrategySummary, summarise
 from .answers import AnswerLine, Problem
 
 REPORT = "import.json"

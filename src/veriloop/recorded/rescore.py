@@ -44,10 +44,12 @@ from ..domains.base import Domain
 from ..episode import Episode
 from ..errors import VeriloopError
 from ..experiment.budget import Meter, MeteredModel, usage_of
-from ..experiment.dirlock import hold
-from ..experiment.jsonl import load_records, read_records, run_file, write_file
-from ..experiment.metrics import StrategySummary, summarise, wilson_interval
-from ..experiment.runner import (
+from ..experiment.schema import Budget, DomainEntry, TaskEntry
+from ..models.base import Model
+from ..records import Instance, RoundRecord, Trajectory
+from ..runs.dirlock import hold
+from ..runs.jsonl import load_records, read_records, run_file, write_file
+from ..runs.runner import (
     CONFIG,
     INSTANCES,
     SUMMARY,
@@ -58,9 +60,7 @@ from ..experiment.runner import (
     write_instances,
     write_summary,
 )
-from ..experiment.spec import Budget, DomainEntry, TaskEntry
-from ..models.base import Model
-from ..records import Instance, RoundRecord, Trajectory
+from ..stats.metrics import StrategySummary, summarise, wilson_interval
 from ..strategies.base import Strategy, VerifierSpec, verifier_calls
 from ..studies.verification import JudgedItem, VerifierScore, score_verifier
 from ..tools.base import Toolbox

@@ -1,6 +1,6 @@
 """One command per paper: run its conditions on any model and write its tables.
 
-Each is a shipped experiment file (experiments/NAME.toml) whose cells the experiment
+Each is a shipped experiment file (experiment_files/NAME.toml) whose cells the experiment
 engine runs, and a report here (experiment.reports names them) that writes the paper's
 tables from the cells, with the studies that are not cells (a verifier study, Table 5)."""
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..experiment.engine import DomainPlan
-    from ..experiment.spec import Experiment
+    from ..experiment.schema import Experiment
     from ..models.base import Model
 
 
@@ -32,8 +32,8 @@ def claim_study_dir(
 ) -> None:
     """A study's records name no model or seed of their own: its directory records them
     (and the data) in config.json and, like a run directory, refuses other ones."""
-    from ..experiment.jsonl import write_file
-    from ..experiment.runner import CONFIG, check_run_dir
+    from ..runs.jsonl import write_file
+    from ..runs.runner import CONFIG, check_run_dir
 
     config = {
         "experiment": experiment.name, "model": experiment.models[generator].id,

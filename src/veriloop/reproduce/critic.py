@@ -5,7 +5,7 @@ plots (task metric against correction round, with and without the oracle), on on
 with one cache, beside the paper's ChatGPT numbers.
 
 Every condition is a labelled strategy of the shipped experiment file
-experiments/critic.toml, whose include/exclude rules give each task its own; the
+experiment_files/critic.toml, whose include/exclude rules give each task its own; the
 experiment engine runs the cells (resumable like any run) and `REPORT` writes the tables
 from them and runs the hallucination study, so a finished reproduction only rewrites them.
 """
@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import CriticDomain, Instance
-from ..errors import VeriloopError
-from ..experiment.jsonl import write_file
-from ..experiment.metrics import wilson_interval
+from ..errors import SpecError, VeriloopError
+from ..experiment.matrix import Cell
+from ..experiment.overrides import Override, overrides
 from ..experiment.reports import Report
-from ..experiment.spec import Cell, Experiment, Override, SpecError, overrides
+from ..experiment.schema import Experiment
 from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
+from ..runs.jsonl import write_file
+from ..stats.metrics import wilson_interval
 from ..strategies import Strategy
 from ..studies.hallucination import DetectionRecord, run_hallucination_study, summarise_detection
 from ..verifiers.critic import as_critic_task

@@ -4,7 +4,7 @@ chain-of-thought), the critique tables (A3-A6) and Figure 2 (accuracy against th
 of backprompts), on any model, side by side with the paper's GPT-4 numbers.
 
 The conditions, domains and sizes are the shipped experiment file
-experiments/self-verification.toml; its cells run like any experiment's, then `REPORT`
+experiment_files/self-verification.toml; its cells run like any experiment's, then `REPORT`
 (the file's `report = "self-verification"`) turns them into the paper's tables and runs
 the verification study on the same model. Everything is resumable: trajectories and study
 records are appended as they finish, and calls are cached, so re-running after an
@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import SupportsStudies
-from ..experiment.jsonl import write_file
-from ..experiment.metrics import StrategySummary, summarise
+from ..errors import SpecError
 from ..experiment.reports import Report
-from ..experiment.spec import Experiment, SpecError
+from ..experiment.schema import Experiment
 from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
+from ..runs.jsonl import write_file
+from ..stats.metrics import StrategySummary, summarise
 from ..studies.verification import (
     JudgedItem,
     game24_evaluation_table,
@@ -162,7 +163,8 @@ async def reproduce(
     with these settings (data_root None: the file's), run in `out_dir` as `veriloop
     reproduce self-verification` runs it; returns what reproduction.json holds."""
     from ..experiment.engine import Progress, run_eval
-    from ..experiment.spec import find_experiment, load_experiment, only_domains, overrides
+    from ..experiment.matrix import only_domains
+    from ..experiment.overrides import find_experiment, load_experiment, overrides
 
     experiment = load_experiment(find_experiment(NAME), overrides({
         "n": n, "max_rounds": max_rounds, "seeds": [seed], "data_root": data_root,

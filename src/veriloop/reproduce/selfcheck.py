@@ -4,7 +4,7 @@ from the same solutions, verification quality (TPR and FPR at thresholds, AUROC,
 balanced accuracy), step-level agreement, token cost, accuracy against total tokens
 (majority voting given SelfCheck's token budget), and the single-call global checker.
 
-The shipped experiment file experiments/selfcheck.toml has two cells, run by the
+The shipped experiment file experiment_files/selfcheck.toml has two cells, run by the
 experiment engine like any experiment's (so the reproduction resumes like any run):
 SelfCheck on N sampled solutions and the global checker on the same solutions (the
 samples are drawn with the same parameters, so they are cache hits). Its report (`REPORT`)
@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..domains.base import Domain, Instance, as_base_domain
-from ..experiment.jsonl import write_file
+from ..errors import SpecError
 from ..experiment.reports import Report
-from ..experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
-from ..experiment.spec import Experiment, SpecError
+from ..experiment.schema import Experiment
 from ..extras import can_draw, require
 from ..models.base import Model
 from ..records import Trajectory
+from ..runs.jsonl import write_file
+from ..runs.runner import TRAJECTORIES, load_trajectories, run_experiment
 from ..selfcheck.arithmetic import arithmetic_label
 from ..selfcheck.records import SolutionCheck
 from ..selfcheck.scoring import answer_clusters, vote

@@ -34,10 +34,10 @@ from pydantic import BaseModel, Field
 from ..domains.base import Domain, Instance
 from ..episode import Episode
 from ..errors import VeriloopError
-from ..experiment.jsonl import RecordWriter, load_records
-from ..experiment.metrics import wilson_interval
 from ..models.base import Model, TokenLogprob
 from ..records import Trajectory
+from ..runs.jsonl import RecordWriter, load_records
+from ..stats.metrics import wilson_interval
 from ..tools.base import Toolbox
 from ..verifiers.critic import CriticVerifier, as_critic_task
 

@@ -21,11 +21,11 @@ from pydantic import BaseModel, Field
 from ..domains.base import Candidate, Domain, Instance, SupportsStudies
 from ..episode import Episode
 from ..errors import VeriloopError
-from ..experiment.jsonl import RecordWriter, load_records, write_file
-from ..experiment.metrics import VerifierScore, score_judgements, wilson_interval
 from ..feedback import critique_messages
 from ..models.base import Model
 from ..records import Trajectory
+from ..runs.jsonl import RecordWriter, load_records, write_file
+from ..stats.metrics import VerifierScore, score_judgements, wilson_interval
 from ..verifiers.llm_judge import LLMJudge
 
 JUDGES = ("llm", "llm-cot")

@@ -1,7 +1,7 @@
 """What the report shows, read from run and experiment directories: the trajectories as
-records, the overview figures (computed with experiment.metrics, as `veriloop run` and
+records, the overview figures (computed with stats.metrics, as `veriloop run` and
 `veriloop eval` compute theirs; a group whose rounds form pools also has its pool curves,
-computed with experiment.pools as the results files compute theirs) and the compact JSON
+computed with stats.pools as the results files compute theirs) and the compact JSON
 payload the page embeds.
 
 Viewing reads data and never runs code or writes: the records are read without cutting a
@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VeriloopError
-from ..experiment.frontier import output_round
-from ..experiment.jsonl import read_records, run_file
-from ..experiment.metrics import StrategySummary, summarise
-from ..experiment.pools import strategy_pools
 from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory, Verdict
+from ..runs.jsonl import read_records, run_file
+from ..stats.frontier import output_round
+from ..stats.metrics import StrategySummary, summarise
+from ..stats.pools import strategy_pools
 
-TRAJECTORIES = "trajectories.jsonl"  # the run directory's record file (experiment.runner.TRAJECTORIES)
-INSTANCES = "instances.jsonl"  # its instances, with their references (experiment.runner.INSTANCES)
+TRAJECTORIES = "trajectories.jsonl"  # the run directory's record file (runs.runner.TRAJECTORIES)
+INSTANCES = "instances.jsonl"  # its instances, with their references (runs.runner.INSTANCES)
 ROLES = ("system", "user", "assistant")
 PAYLOAD_VERSION = 1
 
@@ -85,7 +85,7 @@ def discover(paths: Sequence[Path]) -> list[RunSource]:
     """The run directories the paths name: a run directory, an experiment directory (every
     trajectories.jsonl below it) or a trajectories.jsonl file. A path that does not exist
     or holds no trajectory file is an error naming it; so is a run directory's
-    trajectories.jsonl that is a symbolic link or resolves outside it (experiment.jsonl.run_file)."""
+    trajectories.jsonl that is a symbolic link or resolves outside it (runs.jsonl.run_file)."""
     if not paths:
         raise VeriloopError("give a run directory, an experiment directory or a trajectories.jsonl file")
     found: list[tuple[Path, Path | None]] = []  # (trajectory file, experiment directory)
@@ -126,7 +126,7 @@ def discover(paths: Sequence[Path]) -> list[RunSource]:
 def read_trajectories(file: Path) -> list[Trajectory]:
     """The file's trajectories, read only: a run may be appending to it, so a last line
     without its newline is a record still being written and is left for the next read
-    (experiment.jsonl.read_records; load_records would cut it off the file)."""
+    (runs.jsonl.read_records; load_records would cut it off the file)."""
     return read_records(file, Trajectory, "trajectory")
 
 
@@ -172,7 +172,7 @@ def accuracy_by_round(ts: Sequence[Trajectory], max_rounds: int) -> list[float]:
     trajectory's output is its answer of round min(n, last round) (the self-verification
     paper's Figure 2; as reproduce.self_verification computes it), or for an imported loop
     stopped by its verifier with attempts recorded after the stop, its first accepted
-    round by then (experiment.frontier.output_round)."""
+    round by then (stats.frontier.output_round)."""
     if not ts:
         return []
     return [
@@ -340,7 +340,7 @@ def summary_row(g: Group, s: StrategySummary) -> dict[str, Any]:
 
 
 def pool_curves(g: Group) -> dict[str, Any] | None:
-    """The group's pool curves (experiment.pools.StrategyPools without its strategy), or
+    """The group's pool curves (stats.pools.StrategyPools without its strategy), or
     None when no trajectory of it has two rounds."""
     found = strategy_pools(g.strategy, g.trajectories)
     return None if found is None else found.model_dump(exclude={"strategy"})

@@ -15,7 +15,9 @@ import pytest
 from scripted import play
 
 from veriloop.domains import get_domain
-from veriloop.experiment.frontier import (
+from veriloop.records import CallRecord, Role, RoundRecord, Trajectory, Verdict
+from veriloop.selfcheck.records import SolutionCheck
+from veriloop.stats.frontier import (
     FrontierCurve,
     FrontierPanel,
     FrontierPoint,
@@ -33,8 +35,6 @@ from veriloop.experiment.frontier import (
     tokens,
     tokens_through,
 )
-from veriloop.records import CallRecord, Role, RoundRecord, Trajectory, Verdict
-from veriloop.selfcheck.records import SolutionCheck
 
 BACKPROMPT = "backprompt:feedback=llm,max_rounds=3,verifier=llm"
 SC = "self-consistency:k=5,temperature=1.0"

@@ -1,4 +1,4 @@
-"""Pool metrics (experiment.pools): pass@k against hand-computed values and a brute-force
+"""Pool metrics (stats.pools): pass@k against hand-computed values and a brute-force
 mean over every k-subset; maj@k, best-of-k and first@k on hand-made pools whose every
 subset is worked out in the comments; the curves' intervals against scipy's bootstrap
 run on the same values and statsmodels' Wilson interval of the same values (pinned: the
@@ -23,8 +23,10 @@ from scipy.stats import bootstrap
 
 import veriloop
 from veriloop.errors import VeriloopError
-from veriloop.experiment import pools
-from veriloop.experiment.pools import (
+from veriloop.models.base import Completion, GenParams
+from veriloop.records import CallRecord, RoundRecord, Trajectory, Verdict
+from veriloop.stats import pools
+from veriloop.stats.pools import (
     MAJ_SUBSETS,
     answer_key,
     best_of_k,
@@ -39,8 +41,6 @@ from veriloop.experiment.pools import (
     shown_ks,
     strategy_pools,
 )
-from veriloop.models.base import Completion, GenParams
-from veriloop.records import CallRecord, RoundRecord, Trajectory, Verdict
 
 # ---------------------------------------------------------------------------- pass@k
 

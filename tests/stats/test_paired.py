@@ -17,7 +17,8 @@ import pytest
 from scipy.stats import binomtest, bootstrap
 
 from veriloop.errors import VeriloopError
-from veriloop.experiment.paired import (
+from veriloop.records import Trajectory
+from veriloop.stats.paired import (
     BATCH,
     PairedComparison,
     compare_trajectories,
@@ -27,7 +28,6 @@ from veriloop.experiment.paired import (
     paired_comparison,
     pairwise,
 )
-from veriloop.records import Trajectory
 
 T, F = True, False
 # 12 instances: both right on 3, only a on 1 (instance 3), only b on 6, neither on 2.

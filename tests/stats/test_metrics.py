@@ -10,8 +10,8 @@ import math
 import pytest
 from scipy.stats import norm
 
-from veriloop.experiment.metrics import score_judgements, summarise, wilson_interval
 from veriloop.records import CallRecord, RoundRecord, Trajectory
+from veriloop.stats.metrics import score_judgements, summarise, wilson_interval
 
 Z = float(norm.isf(0.025))
 

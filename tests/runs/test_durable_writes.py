@@ -21,11 +21,11 @@ import pytest
 import veriloop
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.jsonl import RecordWriter, load_records
-from veriloop.experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
 from veriloop.models.base import Completion
 from veriloop.models.cache import CallCache
 from veriloop.records import Trajectory
+from veriloop.runs.jsonl import RecordWriter, load_records
+from veriloop.runs.runner import TRAJECTORIES, load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 
 
@@ -179,7 +179,7 @@ class FillingFile:
 
 
 def test_a_full_disk_stops_the_run_in_one_line_and_the_torn_record_is_cut_off_on_resume(tmp_path, monkeypatch):
-    import veriloop.experiment.jsonl as jsonl
+    import veriloop.runs.jsonl as jsonl
 
     out = tmp_path / "run"
     model = veriloop.model(lambda messages: "Answer: 24", name="m", identity="m", cache=False)
@@ -200,7 +200,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_torn_record_is_cut_off_on
 
 
 def test_a_small_file_that_cannot_be_written_is_one_line_and_the_old_one_stays(tmp_path, monkeypatch) -> None:
-    from veriloop.experiment.jsonl import write_file
+    from veriloop.runs.jsonl import write_file
 
     path = tmp_path / "summary.json"
     write_file(path, "old\n")
@@ -301,7 +301,7 @@ CHILD = textwrap.dedent("""
     from pathlib import Path
     import veriloop
     from veriloop.domains import get_domain
-    from veriloop.experiment import runner
+    from veriloop.runs import runner
     from veriloop.strategies import parse_strategy
 
     class Reporting(runner.RecordWriter):
@@ -359,8 +359,8 @@ def test_kill_9_mid_run_loses_no_acknowledged_trajectory_and_resuming_duplicates
 
 def test_a_line_that_is_no_record_is_named_with_what_to_do(tmp_path: Path) -> None:
     from veriloop.errors import VeriloopError
-    from veriloop.experiment.jsonl import load_records
     from veriloop.records import Verdict
+    from veriloop.runs.jsonl import load_records
 
     path = tmp_path / "records.jsonl"
     path.write_text('{"ok": true}\n\n{"ok": "perhaps"}\n')

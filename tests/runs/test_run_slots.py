@@ -17,7 +17,7 @@ import pytest
 import veriloop
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
+from veriloop.runs.runner import TRAJECTORIES, load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 
 STANDARD = [parse_strategy("standard")]

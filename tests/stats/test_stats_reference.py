@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veriloop.experiment.metrics import wilson_interval
-from veriloop.experiment.paired import exact_mcnemar, paired_comparison
+from veriloop.stats.metrics import wilson_interval
+from veriloop.stats.paired import exact_mcnemar, paired_comparison
 
 # (successes, n, alpha) -> statsmodels 0.15.0's proportion_confint(successes, n, alpha=alpha, method="wilson"),
 # printed with repr (so every bit), on scipy 1.17.1 and numpy 2.4.6. The fractional counts at the
@@ -210,8 +210,8 @@ def test_exact_mcnemar_with_every_discordant_pair_one_way_is_two_over_two_to_the
     assert exact_mcnemar(0, m) == exact_mcnemar(m, 0) == min(1.0, 2.0 ** (1 - m))
 
 
-LIGHT = ("veriloop", "veriloop.experiment.metrics", "veriloop.experiment.paired", "veriloop.experiment.results",
-         "veriloop.experiment.frontier", "veriloop.report", "veriloop.recorded.rescore", "veriloop.studies.hallucination")
+LIGHT = ("veriloop", "veriloop.stats.metrics", "veriloop.stats.paired", "veriloop.experiment.results",
+         "veriloop.stats.frontier", "veriloop.tables", "veriloop.recorded.rescore", "veriloop.studies.hallucination")
 
 
 def test_the_statistics_modules_import_no_scipy_and_compute_without_statsmodels_or_sklearn():
@@ -220,8 +220,8 @@ def test_the_statistics_modules_import_no_scipy_and_compute_without_statsmodels_
     program = (
         f"import importlib, sys\nfor m in {LIGHT!r}: importlib.import_module(m)\n"
         "print(sorted(m for m in ('scipy', 'numpy', 'statsmodels', 'sklearn') if m in sys.modules))\n"
-        "from veriloop.experiment.metrics import wilson_interval\n"
-        "from veriloop.experiment.paired import paired_comparison\n"
+        "from veriloop.stats.metrics import wilson_interval\n"
+        "from veriloop.stats.paired import paired_comparison\n"
         "from veriloop.studies.hallucination import auroc, bootstrap_auroc_ci\n"
         "wilson_interval(3, 10); paired_comparison([True, False, False], [True, True, True], resamples=50)\n"
         "auroc([0.1, 0.4, 0.4], [False, True, False]); bootstrap_auroc_ci([0.1, 0.4, 0.4], [False, True, False])\n"

@@ -14,9 +14,9 @@ import pytest
 import veriloop
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.jsonl import read_records, run_file
-from veriloop.experiment.runner import INSTANCES, TRAJECTORIES, run_experiment
 from veriloop.records import Instance, Trajectory
+from veriloop.runs.jsonl import read_records, run_file
+from veriloop.runs.runner import INSTANCES, TRAJECTORIES, run_experiment
 from veriloop.strategies import parse_strategy
 
 
@@ -99,7 +99,7 @@ def test_planning_an_experiment_leaves_a_cells_torn_last_line_as_it_is(tmp_path:
 
 @pytest.mark.parametrize("kind", ["dev-zero", "dangling-link", "deep-nesting", "too-large"])
 def test_a_hostile_config_in_the_run_directory_is_one_line_before_anything_is_read(tmp_path: Path, kind: str) -> None:
-    from veriloop.experiment.runner import check_run_dir
+    from veriloop.runs.runner import check_run_dir
 
     out = tmp_path / "out"
     out.mkdir()

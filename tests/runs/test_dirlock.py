@@ -1,4 +1,4 @@
-"""A run or experiment directory is held by one process at a time (experiment.dirlock):
+"""A run or experiment directory is held by one process at a time (runs.dirlock):
 a second process is refused in one line naming the holder's PID, the lock ends with its
 holder (kill -9 included), and readers (the viewer) take no lock."""
 
@@ -19,10 +19,10 @@ from helpers import assert_one_line_error, veriloop_process
 import veriloop as vl
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
-from veriloop.experiment.dirlock import LOCK_FILE, hold, is_held
 from veriloop.experiment.engine import run_eval
-from veriloop.experiment.runner import TRAJECTORIES, load_trajectories, run_experiment
-from veriloop.experiment.spec import parse_experiment
+from veriloop.experiment.overrides import parse_experiment
+from veriloop.runs.dirlock import LOCK_FILE, hold, is_held
+from veriloop.runs.runner import TRAJECTORIES, load_trajectories, run_experiment
 from veriloop.strategies import parse_strategy
 
 # A `veriloop run` of its own process that writes a few trajectories, then hangs (the
@@ -32,7 +32,7 @@ HOLDER = textwrap.dedent("""
     from pathlib import Path
     import veriloop
     from veriloop.domains import get_domain
-    from veriloop.experiment import runner
+    from veriloop.runs import runner
     from veriloop.strategies import parse_strategy
 
     calls = 0
