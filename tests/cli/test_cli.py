@@ -152,8 +152,8 @@ def test_a_strategy_verifier_or_level_added_to_a_registry_shows_in_run_help(monk
         patience: int = 3
 
     monkeypatch.setitem(STRATEGIES, Throwaway.kind, Throwaway)
-    monkeypatch.setitem(VERIFIERS, "throwaway-verifier", VERIFIERS["sound"])
-    monkeypatch.setattr(veriloop.verifiers, "THRESHOLDED", (*veriloop.verifiers.THRESHOLDED, "throwaway-verifier"))
+    # A verifier that says it takes a threshold is listed with @T (verifiers.thresholded).
+    monkeypatch.setitem(VERIFIERS, "throwaway-verifier", VERIFIERS["selfcheck"])
     monkeypatch.setattr(veriloop.feedback, "LEVELS", (*veriloop.feedback.LEVELS, "throwaway-level"))
     text = help_at_80_columns("run")
     for word in ("throwaway-strategy", "a strategy that exists only in this test", "patience",
