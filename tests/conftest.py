@@ -39,6 +39,10 @@ HEAVY = ("model", "server", "browser", "ray")
 """The markers of tests that load a model, start a server, a browser or a Ray cluster."""
 
 
+# tryfirst: xdist's own hook names each item's group from its marks as it runs, and a
+# conftest's hook ran after it (the marks added here were ignored: heavy tests ran on both
+# workers at once).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Under xdist (-n, pyproject's default) these run one after another on one worker:
     # llama.cpp's threads wait on each other by spinning, so two model runs (or a model

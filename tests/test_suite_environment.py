@@ -53,6 +53,38 @@ def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path: Path):
     assert len(workers) == 1, workers
 
 
+def test_the_groups_conftest_gives_run_on_one_worker(tmp_path: Path):
+    # tests/conftest.py puts model (server, browser, Ray) tests in one xdist group and each
+    # ONE_WORKER module in its own: xdist reads the groups in its own collection hook, which
+    # ran first, so both were spread over every worker.
+    (tmp_path / "test_heavy.py").write_text(
+        "import os, pathlib, pytest\n"
+        "@pytest.mark.model\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_worker(i):\n"
+        "    (pathlib.Path(__file__).parent / f'heavy-{i}').write_text(os.environ['PYTEST_XDIST_WORKER'])\n"
+    )
+    (tmp_path / "test_shared.py").write_text(
+        "import os, pathlib, pytest\n"
+        "ONE_WORKER = True\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_worker(i):\n"
+        "    (pathlib.Path(__file__).parent / f'shared-{i}').write_text(os.environ['PYTEST_XDIST_WORKER'])\n"
+    )
+    here = Path(__file__).parent
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "conftest",
+         "-n", "2", "--dist", "loadgroup", "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+             "PYTHONPATH": os.pathsep.join([str(here), str(here.parent / "src"), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    for kind in ("heavy", "shared"):
+        workers = {(tmp_path / f"{kind}-{i}").read_text() for i in range(6)}
+        assert len(workers) == 1, (kind, workers)
+
+
 def test_hypothesis_sets_no_deadline_on_an_example():
     # A deadline makes an outcome depend on the machine's speed: CI failed on a first
     # example that took 267 ms (it started the math worker process) against 200 ms.
