@@ -55,7 +55,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if any(item.get_closest_marker(name) for name in HEAVY):
             item.add_marker(pytest.mark.xdist_group("heavy"))
         elif isinstance(item, pytest.Function) and getattr(item.module, "ONE_WORKER", False):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))  # its file
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from veriloop.errors import MissingExtra, VeriloopError
 from veriloop.extras import EXTRAS, can_draw, install_command, marked, missing, require
 from veriloop.registry import Registry
 
+ONE_WORKER = True  # conftest.py: one core-only interpreter runs WITHOUT_EXTRAS, not one per worker
 EXTRA_MODULES = sorted(module for modules, _ in EXTRAS.values() for module in modules)
 
 
