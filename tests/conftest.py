@@ -40,13 +40,23 @@ HEAVY = ("model", "server", "browser", "ray")
 """The markers of tests that load a model, start a server, a browser or a Ray cluster."""
 
 
+# tryfirst: xdist's own hook names each item's group from its marks as it runs, and a
+# conftest's hook ran after it (the marks added here were ignored: heavy tests ran on both
+# workers at once).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Under xdist (-n, pyproject's default) these run one after another on one worker:
     # llama.cpp's threads wait on each other by spinning, so two model runs (or a model
     # beside Ray) on two cores slow each other 10-45x. The other tests share the cores.
+    # A module that sets ONE_WORKER = True (its module fixtures cost seconds: an import of
+    # the authors' runs, a site build) runs on one worker too: xdist spreads a module's tests
+    # over every worker, and each worker builds the module fixtures its tests use. Its heavy
+    # tests stay in "heavy" alone (xdist joins every group an item has into one name).
     for item in items:
         if any(item.get_closest_marker(name) for name in HEAVY):
             item.add_marker(pytest.mark.xdist_group("heavy"))
+        elif isinstance(item, pytest.Function) and getattr(item.module, "ONE_WORKER", False):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))  # its file
 
 
 @pytest.fixture(scope="session")

@@ -239,6 +239,18 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def leftovers(marker: str, seconds: float = 60) -> list[int]:
+    """processes_with(marker) once none are left, or after `seconds`: the kernel may still
+    be killing a fork bomb's processes when its run returns, and on a loaded machine that
+    took more than the 5 s the tests once allowed. A hang guard: a clean run waits none of it."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (found := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
 def _sandbox_uid(entry: Path) -> bool:
     from veriloop.tools.sandbox import UNPRIVILEGED_ID
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
@@ -22,6 +23,7 @@ from veriloop.errors import MissingExtra, VeriloopError
 from veriloop.extras import EXTRAS, can_draw, install_command, marked, missing, require
 from veriloop.registry import Registry
 
+ONE_WORKER = True  # conftest.py: one core-only interpreter runs WITHOUT_EXTRAS, not one per worker
 EXTRA_MODULES = sorted(module for modules, _ in EXTRAS.values() for module in modules)
 
 
@@ -234,7 +236,7 @@ def test_listings_mark_nothing_with_every_extra() -> None:
 GAME24_LINE = '{"instance": "1 1 4 6", "answer": "6 / (1 - 1/4)"}\n'
 
 
-@pytest.mark.parametrize(("args", "line"), [
+WITHOUT_EXTRAS = [
     (("verify", "blocksworld", "--domain-file", "d.pddl", "--problem", "p.pddl", "--answer", "x"),
      the_line("planning", "the domain 'blocksworld'", PLANNING)),
     (("verify", "mystery_blocksworld", "--domain-file", "d.pddl", "--problem", "p.pddl", "--answer", "x"),
@@ -253,11 +255,43 @@ GAME24_LINE = '{"instance": "1 1 4 6", "answer": "6 / (1 - 1/4)"}\n'
     (("run", "--executor", "ray", "-n", "1"), the_line("ray", "--executor ray", "ray")),
     (("import", "answers.jsonl", "--domain", "game24", "--format", "inspect"),
      the_line("inspect", "veriloop import --format inspect", "inspect_ai")),
-])
-def test_a_feature_without_its_extra_is_one_line(tmp_path, args, line) -> None:
-    (tmp_path / "model.gguf").write_bytes(b"GGUF")
-    (tmp_path / "answers.jsonl").write_text(GAME24_LINE)
-    proc = core_only_process(*args, home=tmp_path / "home", cwd=tmp_path, stdin="hello")
+]
+
+# Every command of WITHOUT_EXTRAS in one core-only interpreter, each through the CLI's main()
+# in its own folder and VERILOOP_HOME (helpers.veriloop): eleven interpreters importing
+# veriloop cost 10-40 s. No extra's module can be imported by any of them, so none can
+# change what a later one finds missing.
+_ONE_BY_ONE = """
+import json
+sys.path.insert(0, {tests!r})
+from helpers import veriloop
+done = []
+for args, folder in {cases!r}:
+    proc = veriloop(*args, home=Path(folder) / "home", cwd=Path(folder), stdin="hello")
+    done.append([proc.returncode, proc.stdout, proc.stderr])
+print(json.dumps(done))
+"""
+
+
+@pytest.fixture(scope="module")
+def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
+    """What each command of WITHOUT_EXTRAS gave with the core alone, by its arguments."""
+    cases = []
+    for i, (args, _) in enumerate(WITHOUT_EXTRAS):
+        folder = tmp_path_factory.mktemp(f"core-only-{i}")
+        (folder / "model.gguf").write_bytes(b"GGUF")
+        (folder / "answers.jsonl").write_text(GAME24_LINE)
+        cases.append((list(args), str(folder)))
+    code = "from pathlib import Path\n" + _ONE_BY_ONE.format(tests=str(ROOT / "tests"), cases=cases)
+    proc = core_only_process(code=code)
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout.splitlines()[-1])
+    return {args: subprocess.CompletedProcess(args, *result) for (args, _), result in zip(WITHOUT_EXTRAS, done)}
+
+
+@pytest.mark.parametrize(("args", "line"), WITHOUT_EXTRAS)
+def test_a_feature_without_its_extra_is_one_line(without_extras, args, line) -> None:
+    proc = without_extras[args]
     assert_one_line_error(proc)
     assert proc.stderr.strip() == line
 

@@ -16,6 +16,7 @@ server (a function as the model), so the whole set runs in seconds.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import runpy
@@ -31,17 +32,20 @@ NAMES = [name for name in veriloop.__all__ if name != "__version__"]
 FENCED = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
-def _package() -> griffe.Module:
+ONE_WORKER = True  # conftest.py: griffe reads the package once, not once per worker
+
+
+@functools.cache
+def package() -> griffe.Module:
+    """The package as griffe reads it: when a test first asks, not while collecting (every
+    xdist worker collects every module, and reading it took 1-3 s)."""
     return griffe.load("veriloop", search_paths=[str(ROOT / "src")], docstring_parser="google")
-
-
-PACKAGE = _package()
 
 
 def documented(name: str) -> griffe.Object:
     """The griffe object behind an exported name, followed through re-exports."""
     module, attr = veriloop._RENAMED.get(name) or (veriloop._EXPORTS[name], name)
-    found = PACKAGE[f"{module}.{attr}"]
+    found = package()[f"{module}.{attr}"]
     return found.final_target if found.is_alias else found
 
 

@@ -22,6 +22,9 @@ FETCHES = re.compile(r"<(?:script|link|img|iframe|source|video|audio)\b[^>]*\b(?
                      r"url\(['\"]?(?:https?:)?//|@import\s+['\"]?(?:url\()?['\"]?(?:https?:)?//")
 
 
+ONE_WORKER = True  # conftest.py: the site is built once, not once per worker
+
+
 def build_site(out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
                           env={**os.environ, **BANNERS}, capture_output=True, text=True, timeout=600)

@@ -17,6 +17,7 @@ from helpers import ROOT
 from servers import ChatReplies, serving
 
 EXAMPLE = ROOT / "examples" / "veriloop-example-plugin"
+ONE_WORKER = True  # conftest.py: pip installs the example once, not once per worker
 # The right pick for each problem's target; the first try of every problem is "3 + 4".
 RIGHT = {"13": "9 + 4", "14": "8 + 6"}
 

@@ -27,6 +27,7 @@ BINARY, FIRST, ALL = (f"backprompt:feedback={f},max_rounds=16,temperature=0,veri
                       for f in ("binary", "first", "all"))
 LLM = "backprompt:feedback=llm,max_rounds=16,temperature=0,verifier=llm"
 SAMPLING = "sampling:k=15,temperature=1,verifier=sound"
+ONE_WORKER = True  # conftest.py: each source is imported once, not once per worker
 
 
 def import_run(folder: Path, source: Path, domain: str) -> tuple[object, Path]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, processes_with
+from helpers import ROOT, leftovers
 
 from veriloop.tools import get_tool, sandbox
 from veriloop.tools.sandbox import ExecResult, PythonTool, SandboxLimits, program_from_text, run_python
@@ -99,10 +99,7 @@ def test_fork_bomb_is_stopped_and_leaves_no_process(marked: str) -> None:
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     result = run_python(bomb, SandboxLimits(wall_seconds=2, cpu_seconds=2))
     assert result.timed_out and result.answer is None
-    deadline = time.monotonic() + 5
-    while processes_with(marked) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marked) == []
+    assert leftovers(marked) == []
 
 
 def run_forking(program: str) -> ExecResult:
@@ -121,10 +118,7 @@ def test_detached_child_does_not_survive(marked: str) -> None:
     program = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1000)\nanswer = 'parent done'"
     result = run_forking(program)
     assert result.answer == "parent done"
-    deadline = time.monotonic() + 5
-    while processes_with(marked) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marked) == []
+    assert leftovers(marked) == []
 
 
 def test_files_written_outside_the_workdir_do_not_persist() -> None:

@@ -10,14 +10,13 @@ import os
 import platform
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, processes_with
+from helpers import ROOT, leftovers
 
 from veriloop.tools import sandbox
 from veriloop.tools.sandbox import ExecResult, SandboxLimits, run_python
@@ -148,10 +147,7 @@ def test_fork_bomb_is_stopped_as_a_user(guest: Any, marked: str) -> None:
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     result = guest.run(bomb, SandboxLimits(wall_seconds=2, cpu_seconds=2))
     assert result.timed_out and result.answer is None
-    deadline = time.monotonic() + 5
-    while processes_with(marked) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marked) == []
+    assert leftovers(marked) == []
 
 
 def test_answer_and_site_packages_as_a_user(guest: Any) -> None:

@@ -123,17 +123,24 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
         raise ValueError("one correctness per answer")
     _check_k(n, k)
     heads = list(dict.fromkeys(a for a in answers if a is not None))
-    clusters = np.array([-1 if a is None else heads.index(a) for a in answers], dtype=np.intp)
+    # An unreadable answer is cluster len(heads): one column past the readable ones, dropped.
+    clusters = np.array([len(heads) if a is None else heads.index(a) for a in answers], dtype=np.intp)
     right = np.asarray(correct, dtype=bool)
     subsets = _subsets(n, k)
     if not heads:
         return float(right[subsets[:, 0]].mean())
-    members = clusters[subsets][:, :, None] == np.arange(len(heads))  # (subset, position, cluster)
-    votes = members.sum(axis=1)
-    first = np.where(votes > 0, members.argmax(axis=1), k)  # where each cluster first appears
+    # Counted by scattering (subset, cluster) cells, not by a (subset, position, cluster)
+    # comparison: that cube cost an import of GPT-4's Game of 24 pools (2000 subsets x 15
+    # positions x up to 15 answers, 2500 times) 9 of its 14 s.
+    count, width = len(subsets), len(heads) + 1
+    rows = np.arange(count)
+    cells = (rows[:, None] * width + clusters[subsets]).ravel()  # row-major: position by position
+    votes = np.bincount(cells, minlength=count * width).reshape(count, width)[:, :-1]
+    first = np.full(count * width, k, dtype=np.intp)  # where each cluster first appears (k: absent)
+    np.minimum.at(first, cells, np.tile(np.arange(k, dtype=np.intp), count))
+    first = first.reshape(count, width)[:, :-1]
     # More votes win; among equal votes the earlier first appearance (absent clusters lose).
     winner = (votes * (k + 1) - first).argmax(axis=1)
-    rows = np.arange(len(subsets))
     position = first[rows, winner]
     # A subset with no readable answer has no winner: it answers with its first round.
     chosen = np.where(votes.max(axis=1) > 0, subsets[rows, np.minimum(position, k - 1)], subsets[:, 0])

