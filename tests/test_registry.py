@@ -296,7 +296,7 @@ def test_plugins_lists_every_registry_past_a_plugin_that_exits_on_import(hostile
     result = veriloop("plugins", columns="400")
     assert (result.returncode, result.stderr) == (2, "error: 4 plugin entries failed to load (listed above)\n")
     lines = result.stdout.splitlines()
-    assert lines[-1].startswith("  ") and "executors (built in only)" in lines  # the listing is whole
+    assert lines[-1].startswith("  ") and "executors (plugins: entry points in veriloop.executors)" in lines  # the listing is whole
     broken = [line for line in lines if "BROKEN" in line]
     assert [line.split()[0] for line in broken] == ["closes", "exits", "mute", "leaving"]
     assert all("from the plugin fake-hostile" in line and "reinstall or uninstall fake-hostile" in line

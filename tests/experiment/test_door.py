@@ -178,3 +178,34 @@ def test_the_cli_says_ctrl_c_came_while_the_model_loaded(tmp_path, instant_serve
     assert proc.returncode == 130
     assert said == [(tmp_path / "run", "while the model was loading; nothing was run")]
 
+
+
+# An executor plugin: the local executor under another name, saying on stderr that it was opened.
+EXECUTOR_PLUGIN = """
+import sys
+
+from veriloop.experiment.executor import local_cells
+
+
+def opened_here(experiment, names, options):
+    print(f"opened-here: {experiment.name} {names}", file=sys.stderr)
+    return local_cells(experiment, names, options)
+"""
+
+
+def test_an_installed_executor_plugin_is_opened_by_name(tmp_path, installed, instant_server) -> None:
+    from helpers import fake_distribution
+
+    from veriloop.experiment.executor import EXECUTORS
+
+    fake_distribution(installed, "fake-executor", {"veriloop.executors": {"here": "fake_executor:opened_here"}},
+                      {"fake_executor": EXECUTOR_PLUGIN})
+    EXECUTORS.rediscover()
+    try:
+        assert EXECUTORS.source("here") == "fake-executor"
+        proc = veriloop(*run_args(instant_server, tmp_path / "run", "--executor", "here"))
+        assert proc.returncode == 0, proc.stderr
+        assert "opened-here: run game24 ['main']" in proc.stderr
+        assert "4 new and 0 resumed trajectories" in proc.stdout
+    finally:
+        EXECUTORS.rediscover()

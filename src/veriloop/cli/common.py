@@ -128,10 +128,11 @@ class Opt:
         help="Let the python tool run code without a network namespace when the platform cannot make one (unsafe)."
     )]
     Executor = Annotated[str, typer.Option(
-        metavar="local|ray",
-        help="Where trajectories run: local (this process) or ray (shards of instances on a Ray cluster's "
+        metavar="local|ray|NAME",
+        help="Where trajectories run: local (this process), ray (shards of instances on a Ray cluster's "
         "workers, one per model per node; this process alone writes the records and the call cache, so either "
-        "executor resumes the other's run). Needs the extra veriloop[ray].",
+        "executor resumes the other's run; needs the extra veriloop[ray]) or an installed plugin's executor "
+        "(veriloop plugins).",
     )]
     Address = Annotated[str | None, typer.Option(
         metavar="auto|HOST:PORT|ray://HOST:PORT",

@@ -29,9 +29,10 @@ def plugins() -> None:
     adds it.
 
     A plugin is a Python package that declares entry points in the groups
-    veriloop.domains, veriloop.verifiers, veriloop.strategies or veriloop.tools; once it
-    is installed (pip install), `veriloop run --domain NAME` and every verifier=NAME
-    option find its names. Each plugin's entry is loaded here, so one that fails to load
+    veriloop.domains, veriloop.verifiers, veriloop.strategies, veriloop.tools,
+    veriloop.providers or veriloop.executors; once it is installed (pip install),
+    `veriloop run --domain NAME`, every verifier=NAME option and --executor NAME find its
+    names. Each plugin's entry is loaded here, so one that fails to load
     is shown with its error; a plugin name that clashes with one already taken is listed
     as ignored. A built-in that needs an extra that is not installed is marked
     "(needs veriloop[EXTRA])". The guide: docs/guides/plugins.md.

@@ -169,7 +169,8 @@ class CellExecutor(Protocol):
 ExecutorFactory = Callable[[Experiment, list[str], ExecutorOptions], CellExecutor]
 
 # By name, as "module:factory" paths: the cluster is imported only when "ray" is asked for.
-EXECUTORS: Registry[ExecutorFactory] = Registry("executor")
+# A plugin package adds one through the entry point group veriloop.executors.
+EXECUTORS: Registry[ExecutorFactory] = Registry("executor", "veriloop.executors")
 EXECUTORS.register("local", "veriloop.experiment.executor:local_cells")
 EXECUTORS.register("ray", "veriloop.cluster.cells:ray_cells", extra="ray")
 
