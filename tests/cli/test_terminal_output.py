@@ -223,9 +223,11 @@ def test_run_at_80_columns_shows_every_figure_of_the_summary(tmp_path, smollm2_p
         total = s["prompt_tokens"] + s["completion_tokens"]
         assert block[6] == f"  tokens (prompt+completion): {total} ({s['prompt_tokens']}+{s['completion_tokens']})"
         assert block[7] == f"  seconds: {s['seconds']:.1f}"
-    # Progress reached stderr with the trajectories, the model calls and the time left.
+    # Progress reached stderr with the trajectories, the model calls, their tokens and the time left.
     calls = sum(s["model_calls"] for s in saved.values())
-    assert re.search(rf"^game24 x 2 strategies: 2/2, {calls} calls, \d+:\d\d:\d\d, eta 0:00:00$", proc.stderr, re.M)
+    tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in saved.values())
+    assert re.search(rf"^game24 x 2 strategies: 2/2, {calls} calls, {tokens} tok, \d+:\d\d:\d\d, eta 0:00:00$",
+                     proc.stderr, re.M)
     wide = veriloop80_process(*args, columns=None)  # piped without COLUMNS: the resumed run, one wide grid
     assert wide.returncode == 0, wide.stderr
     assert max(len(line) for line in wide.stdout.splitlines()) > 80
