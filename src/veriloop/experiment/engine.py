@@ -3,8 +3,9 @@
 A cell is one generator on one domain with one strategy and seed (and the models given
 roles in it). Each is run by the ordinary runner in `DIR/<model>/<domain>/<strategy>-seedS`,
 so an interrupted experiment resumes cell by cell, trajectory by trajectory, and a
-finished one re-runs without a model call. `run_eval` holds the experiment's directory
-(runs.dirlock) and each cell's run directory while it runs: one process at a time.
+finished one re-runs without a model call. `execute` holds the experiment's directory
+(runs.dirlock), and the runner each cell's run directory, while it runs: one process at a
+time.
 
 The engine plans the cells and writes the results and the report; running the cells is
 an executor's (experiment.executor): here by default (LocalCells, one cell after the
