@@ -222,17 +222,16 @@ n = 2
 
 def processes_with(marker: str) -> list[int]:
     """The processes whose environment holds `marker` (the `marked` fixture tags every
-    sandboxed process so): what a run left behind. A process of the sandbox's uid whose
-    environment can no longer be read (a zombie, or one the kernel is still killing) is
-    counted too: until it is reaped it holds one of that uid's processes, and the next
-    sandboxed program could not fork."""
+    sandboxed process so): what a run left behind. Only this run's: every program runs
+    as a uid of its own, so another's processes (a fork bomb's, still being killed on
+    another xdist worker) take nothing from the next program."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
-            if marker.encode() in environ or (not environ and _sandbox_uid(entry)):
+            if marker.encode() in environ:
                 found.append(int(entry.name))
         except OSError:
             continue
@@ -249,13 +248,6 @@ def leftovers(marker: str, seconds: float = 60) -> list[int]:
     while (found := processes_with(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return found
-
-
-def _sandbox_uid(entry: Path) -> bool:
-    from veriloop.tools.sandbox import UNPRIVILEGED_ID
-
-    uid = next((line.split()[1] for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:")), "")
-    return uid == str(UNPRIVILEGED_ID)
 
 
 def booby_trapped_check(folder: Path, name: str = "their_check.py") -> tuple[Path, Path]:

@@ -32,8 +32,8 @@ def test_a_suite_started_with_ctrl_c_ignored_still_gives_it_to_its_children():
 
 
 def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path: Path):
-    # The sandbox's tests (fork bombs use up its uid's processes) and the model tests rely
-    # on it; pytest 9.2 with pytest-xdist 3.8 silently spread a group over every worker.
+    # The model tests and the ONE_WORKER modules rely on it; pytest 9.2 with pytest-xdist
+    # 3.8 silently spread a group over every worker.
     (tmp_path / "test_grouped.py").write_text(
         "import os, pathlib, pytest\n"
         "pytestmark = pytest.mark.xdist_group('together')\n"

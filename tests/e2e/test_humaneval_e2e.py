@@ -23,7 +23,9 @@ from veriloop.verifiers.code import TEST_WRITER_SYSTEM, parse_asserts
 from veriloop.verifiers.critic import CRITIC_SYSTEM
 from veriloop.verifiers.llm_judge import JUDGE_SYSTEM
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # every verdict runs programs in the sandbox
+# Its tests on one worker (tests/conftest.py): the module fixture is a whole `veriloop run`,
+# which each worker would make again.
+ONE_WORKER = True
 
 PROBLEMS = read_problems()[:2]  # humaneval-0 and humaneval-1, what -n 2 runs
 MARK = "# answers only the docstring's examples"

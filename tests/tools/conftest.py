@@ -167,3 +167,47 @@ def guest() -> Iterator[Guest]:
         for path in sockets.values():
             path.unlink(missing_ok=True)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclass
+class Signals:
+    """Two FIFOs a sandboxed program can open, in a folder beside the interpreter (its
+    root shows the interpreter's directories): it writes to `held` and reads `release`,
+    so a test can wait for what it is doing and tell it when to go on."""
+
+    held: Path
+    release: Path
+    fds: dict[str, int] = field(default_factory=dict)
+
+    def wait_held(self, seconds: float = 120) -> str:
+        """What the program wrote to `held`, once it has; `seconds` is a hang guard."""
+        import select
+
+        ready, _, _ = select.select([self.fds["held"]], [], [], seconds)
+        if not ready:
+            raise TimeoutError(f"the program wrote nothing to {self.held} within {seconds:g} s")
+        return os.read(self.fds["held"], 4096).decode()
+
+    def release_it(self) -> None:
+        os.write(self.fds["release"], b"go")
+
+
+@pytest.fixture
+def signals() -> Iterator[Signals]:
+    folder = Path(sys.prefix) / f"veriloop-signals-{uuid.uuid4().hex}"
+    folder.mkdir()
+    folder.chmod(0o755)
+    found = Signals(folder / "held", folder / "release")
+    try:
+        for name in ("held", "release"):
+            path = folder / name
+            os.mkfifo(path)
+            path.chmod(0o666)  # the program runs as another uid
+            # Read and write at once: opening never waits for the other end, and the
+            # program's own opens find one.
+            found.fds[name] = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+        yield found
+    finally:
+        for fd in found.fds.values():
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)

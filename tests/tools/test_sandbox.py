@@ -8,7 +8,6 @@ import errno
 import json
 import os
 import tempfile
-import time
 import tracemalloc
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,17 +17,11 @@ import pytest
 from helpers import ROOT, leftovers
 
 from veriloop.tools import get_tool, sandbox
-from veriloop.tools.sandbox import ExecResult, PythonTool, SandboxLimits, program_from_text, run_python
+from veriloop.tools.sandbox import PythonTool, SandboxLimits, program_from_text, run_python
 
 QUICK = SandboxLimits(wall_seconds=3, cpu_seconds=2)
 
-pytestmark = [
-    pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux"),
-    # One at a time, on one xdist worker: every sandboxed program runs as uid 65534, whose
-    # 64 processes (RLIMIT_NPROC counts per uid) the fork bomb below uses up while it runs,
-    # so a test forking beside it got EAGAIN (a fresh clone's run on two workers).
-    pytest.mark.xdist_group("sandbox"),
-]
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux")
 
 
 def test_answer_is_reported_with_printed_output() -> None:
@@ -102,21 +95,9 @@ def test_fork_bomb_is_stopped_and_leaves_no_process(marked: str) -> None:
     assert leftovers(marked) == []
 
 
-def run_forking(program: str) -> ExecResult:
-    """`program` in the sandbox, asked again (at most 5 times) while its fork is refused
-    with EAGAIN: every sandboxed program on the machine shares the sandbox uid's 64
-    processes (a known limit), and another test's program may hold them for a moment."""
-    for _ in range(5):
-        result = run_python(program, QUICK)
-        if result.error is None or not result.error.startswith("BlockingIOError"):
-            return result
-        time.sleep(0.5)
-    return result
-
-
 def test_detached_child_does_not_survive(marked: str) -> None:
     program = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1000)\nanswer = 'parent done'"
-    result = run_forking(program)
+    result = run_python(program, QUICK)
     assert result.answer == "parent done"
     assert leftovers(marked) == []
 
@@ -181,10 +162,27 @@ def test_environment_secrets_are_not_passed(monkeypatch: pytest.MonkeyPatch) -> 
     assert secret not in (result.answer or "")
 
 
+def uid_of_its_own(uid: int) -> bool:
+    return sandbox.SANDBOX_UID_BASE < uid < sandbox.SANDBOX_UID_BASE + sandbox.SANDBOX_UID_COUNT
+
+
 @pytest.mark.skipif(os.name == "posix" and os.geteuid() != 0, reason="the uid drop happens only when run as root")
-def test_runs_as_an_unprivileged_user_when_root() -> None:
-    result = run_python("import os\nanswer = (os.getuid(), os.getgid(), os.getpid())")
-    assert result.answer == "(65534, 65534, 2)"  # PID 1 is the sandbox's own reaper
+def test_runs_as_an_unprivileged_uid_of_its_own_when_root() -> None:
+    program = "import os\nanswer = (os.getuid(), os.getgid(), os.getpid(), os.stat('/tmp').st_uid)"
+    uid, gid, pid, owner = ast.literal_eval(run_python(program).answer or "None")
+    assert uid_of_its_own(uid)
+    assert (gid, pid, owner) == (uid, 2, uid)  # PID 1 is the sandbox's own reaper; /tmp is the program's
+
+
+@pytest.mark.skipif(os.name == "posix" and os.geteuid() != 0, reason="the uid drop happens only when run as root")
+def test_root_unisolated_drops_to_a_uid_of_its_own_that_owns_its_workdir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "UNSHARE_FLAGS", 0x1)  # not a namespace flag: isolation fails
+    monkeypatch.setattr(sandbox, "_DROP_UNISOLATED", True)  # as where nobody may enter the interpreter's directories
+    program = "import os\nopen('notes.txt', 'w').write('hi')\nanswer = (os.getuid(), os.getgid(), os.stat('.').st_uid)"
+    result = run_python(program, allow_unisolated=True)
+    assert result.isolated is False
+    uid, gid, owner = ast.literal_eval(result.answer or "None")
+    assert uid_of_its_own(uid) and gid == owner == uid
 
 
 def test_printing_100_mb_is_truncated_without_host_memory_growth() -> None:

@@ -10,6 +10,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -21,10 +22,7 @@ from helpers import ROOT, leftovers
 from veriloop.tools import sandbox
 from veriloop.tools.sandbox import ExecResult, SandboxLimits, run_python
 
-pytestmark = [
-    pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux"),
-    pytest.mark.xdist_group("sandbox"),  # as tests/tools/test_sandbox.py: one at a time
-]
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs Linux")
 
 Runner = Callable[..., ExecResult]
 # `guest` (tests/tools/conftest.py) is a conftest.Guest: typed Any, as a conftest is not imported.
@@ -147,6 +145,51 @@ def test_fork_bomb_is_stopped_as_a_user(guest: Any, marked: str) -> None:
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     result = guest.run(bomb, SandboxLimits(wall_seconds=2, cpu_seconds=2))
     assert result.timed_out and result.answer is None
+    assert leftovers(marked) == []
+
+
+def holding_bomb(signals: Any) -> str:
+    """A fork bomb that keeps every process it could make (each child waits on a pipe)
+    and says how many on `signals.held`, then lets them go when told on `signals.release`."""
+    return (
+        "import os\nhold_r, hold_w = os.pipe()\nkids = 0\n"
+        "while True:\n"
+        "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+        "    if pid == 0:\n        os.close(hold_w)\n        os.read(hold_r, 1)\n        os._exit(0)\n"
+        "    kids += 1\n"
+        f"with open({str(signals.held)!r}, 'w') as fh:\n    fh.write(str(kids))\n"
+        f"with open({str(signals.release)!r}, 'rb') as fh:\n    fh.read(2)\n"
+        "os.close(hold_w)\n"
+        "for _ in range(kids):\n    os.wait()\n"
+        "answer = kids"
+    )
+
+
+# Made while the bomb holds every process it could: the kernel counts RLIMIT_NPROC per uid,
+# so this fork failed when every program of root's ran as one uid.
+FORKING = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nanswer = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])"
+
+
+def test_a_fork_bomb_takes_no_process_from_a_program_running_beside_it(
+        runner: Runner, request: pytest.FixtureRequest, signals: Any, marked: str) -> None:
+    """Two programs at once (parallel verification runs them so): one holds all the
+    processes its limit allows, the other still forks, and each is told its own result."""
+    limits = SandboxLimits(wall_seconds=120, cpu_seconds=10)
+    bomb: dict[str, ExecResult] = {}
+    thread = threading.Thread(target=lambda: bomb.update(result=runner(holding_bomb(signals), limits)))
+    thread.start()
+    try:
+        held = signals.wait_held()
+        beside = runner(FORKING)
+    finally:
+        signals.release_it()
+        thread.join()
+    # As root the program's process and its children count; as a user, in the user
+    # namespace of its own, the launcher and PID 1 as well.
+    kids = limits.processes - {"root": 1, "user": 3}[request.node.callspec.params["runner"]]
+    assert held == str(kids)
+    assert (beside.answer, beside.error) == ("7", None)
+    assert (bomb["result"].answer, bomb["result"].error) == (str(kids), None)
     assert leftovers(marked) == []
 
 

@@ -18,8 +18,6 @@ from veriloop.strategies import parse_strategy
 from veriloop.verifiers import VERIFIERS, get_verifier
 from veriloop.verifiers.code import GeneratedTests, HiddenTests, VisibleTests, ask_for_tests, parse_asserts
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # the verifiers run programs in the sandbox
-
 DOMAIN = get_domain("humaneval")
 ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
 RIGHT = "```python\ndef add(x: int, y: int):\n    return x + y\n```"

@@ -16,8 +16,11 @@ but the two scratch places is read-only. It then forks twice. The first child is
 of the new PID namespace: it mounts a fresh /proc (listing only that namespace), makes
 the new root `/` with pivot_root and detaches the host's, so nothing else of the host
 exists for the program: no home, no /root beyond the way to the interpreter, no /run,
-/var, /etc, /sys, no host socket or file to open or connect to. The second child drops
-to uid/gid 65534 when we are root (the kernel does not apply RLIMIT_NPROC to root; an
+/var, /etc, /sys, no host socket or file to open or connect to. The second child drops,
+when we are root, to a uid and gid of its own that no other running program has
+(SANDBOX_UID_BASE + the launcher's pid: the kernel does not apply RLIMIT_NPROC to root,
+and counts it per uid, so programs that shared a uid, as parallel verification runs
+them, shared one process limit and a fork bomb made an honest program's fork fail; an
 ordinary user's program is uid 0 of its own user namespace, its processes counted
 there), gives up every capability, sets CPU, memory, process, file-size and open-file
 limits and runs the program. When PID 1 exits the kernel kills everything left in its
@@ -114,6 +117,14 @@ UNSHARE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE
 # The flags the seccomp filter refuses clone() (every namespace, user namespaces too).
 NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
 
+# Root's program drops to a uid and gid of its own, SANDBOX_UID_BASE + the launcher's pid
+# (sandbox_launcher.program_uid): 0x70000000 lies above every distribution's range for
+# accounts (UID_MAX 60000) and for subordinate ids (SUB_UID_MAX 600100000), and below
+# 2**31, which some tools read as negative; pids stay below 2**22. systemd leaves
+# 0x70000000-0x7FFDFFFF unused. UNPRIVILEGED_ID where the id is not mapped (a container's
+# user namespace).
+SANDBOX_UID_BASE = 0x70000000
+SANDBOX_UID_COUNT = 1 << 22  # PID_MAX_LIMIT
 UNPRIVILEGED_ID = 65534  # nobody / nogroup on Debian and most distributions
 ANSWER_CHARS = 2000
 STDERR_BYTES = 8 * 1024
@@ -196,7 +207,9 @@ class SandboxLimits:
     # memory of all the program's processes together.
     memory_bytes: int = 1 << 30
     output_bytes: int = 64 * 1024  # stdout kept; the rest is read and dropped
-    processes: int = 64  # per uid (root's sandbox) or per user namespace (anyone else's)
+    # Each program's own: root's runs as a uid no other running program has, anyone
+    # else's in a user namespace of its own.
+    processes: int = 64
     disk_bytes: int = 64 * 1024 * 1024  # each private tmpfs (/tmp, /dev/shm), and the largest file
     open_files: int = 256
 
@@ -290,8 +303,9 @@ def _binds(system: tuple[str, ...] = SYSTEM_PATHS) -> list[str]:
 _BINDS = _binds()
 # veriloop's own package is never needed inside, and may hold data (instances, references).
 _ALWAYS_HIDDEN = (os.path.dirname(os.path.dirname(os.path.realpath(__file__))),)
-# Root without isolation (allow_unisolated) drops to the unprivileged uid only when that
-# uid can still reach the interpreter (pyenv in a mode-700 /root: it cannot).
+# Root without isolation (allow_unisolated) drops to the program's own uid only when that
+# uid can still reach the interpreter (pyenv in a mode-700 /root: it cannot); that uid is
+# in no group, so "others" is what it gets, as nobody would.
 _DROP_UNISOLATED = all(
     _enterable_by_others("/".join(p.split("/")[:i]) or "/")
     for p in map(os.path.realpath, _interpreter_dirs())
@@ -433,16 +447,14 @@ def run_python(
     result_r, result_w = os.pipe()
     proc: subprocess.Popen[bytes] | None = None
     try:
-        if os.geteuid() == 0:
-            # Only used when isolation is off: the dropped uid must be able to work here.
-            os.chown(workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         config: LauncherConfig = {
             "status_fd": status_w,
             "result_fd": result_w,
             "seccomp_filter": _NAMESPACE_FILTER,
             "unshare_flags": UNSHARE_FLAGS,
             "allow_unisolated": allow_unisolated,
-            "uid": UNPRIVILEGED_ID,
+            "uid_base": SANDBOX_UID_BASE,
+            "uid_fallback": UNPRIVILEGED_ID,
             "workdir": workdir,
             "paths": _SITE_PATHS,
             "binds": _BINDS,

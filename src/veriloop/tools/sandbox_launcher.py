@@ -18,6 +18,9 @@ Invariants:
 - The program's record (its `answer` or error) goes to the result pipe, followed by a
   clean exit (status 0): the parent trusts the record only with that exit, which PID 1
   reports.
+- Root's program runs as a uid and gid of its own, uid_base + the launcher's pid
+  (`program_uid`), so no two programs running at once share RLIMIT_NPROC's count;
+  uid_fallback only where this user namespace does not map that id.
 - The launcher builds the program's root (`build_root`) but never enters it; PID 1
   mounts /proc and pivots into it before its seccomp filter (which denies both) is
   loaded. A failure at any step is a refusal unless the caller allowed running
@@ -51,7 +54,8 @@ if TYPE_CHECKING:
         seccomp_filter: list[tuple[int, int, int, int]]  # struct sock_filter rows; empty: none for this machine
         unshare_flags: int  # namespaces to create (without CLONE_NEWUSER, added when not root)
         allow_unisolated: bool  # run the program even when isolation fails
-        uid: int  # the unprivileged uid/gid the program drops to when we are root
+        uid_base: int  # root's program drops to uid/gid uid_base + the launcher's pid (`program_uid`)
+        uid_fallback: int  # or to this one, where this user namespace does not map that id
         workdir: str  # the working directory when the program is not isolated
         paths: list[str]  # site-packages directories the program may import from
         binds: list[str]  # what the new root shows of the host, read-only: directories, files, symlinks
@@ -251,22 +255,45 @@ def enter_root(kernel: Kernel, root: str) -> None:
     os.chdir("/")
 
 
-def isolate(kernel: Kernel, cfg: LauncherConfig) -> bool:
+def program_uid(cfg: LauncherConfig) -> int:
+    """The uid (and gid) root's program drops to: uid_base plus this launcher's pid. No
+    other live process has that pid, and the program's processes end before the launcher
+    does (PID 1 dies with it, and its namespace's processes with PID 1), so no two
+    programs running at once share a uid, nor the RLIMIT_NPROC count the kernel keeps
+    per uid: a fork bomb cannot take another program's processes. A pid stays below
+    2**22 (the kernel's PID_MAX_LIMIT), so the ids stay in a range no account uses.
+    Where this user namespace does not map the id (root of a container whose map holds
+    65536 ids), uid_fallback: programs there share that uid's count, as they once did
+    everywhere."""
+    uid = cfg["uid_base"] + os.getpid()
+    for table in ("/proc/self/uid_map", "/proc/self/gid_map"):
+        try:
+            with open(table) as fh:
+                rows = [[int(field) for field in line.split()] for line in fh]
+        except (OSError, ValueError):
+            return cfg["uid_fallback"]
+        if not any(first <= uid < first + count for first, _, count in rows):
+            return cfg["uid_fallback"]
+    return uid
+
+
+def isolate(kernel: Kernel, cfg: LauncherConfig, uid: int | None) -> None:
     """New namespaces and the program's own root file system (`build_root`), not yet
-    entered. Returns whether we are root (then the program drops its uid). Raises
-    OSError when any step the isolation needs fails."""
-    root = os.geteuid() == 0
-    uid, gid = os.getuid(), os.getgid()
+    entered. `uid`: the program's uid when we are root (it owns the scratch places);
+    None for an ordinary user, who gets a user namespace of its own. Raises OSError when
+    any step the isolation needs fails."""
+    root = uid is not None
+    own_uid, own_gid = os.getuid(), os.getgid()
     kernel.unshare(cfg["unshare_flags"] | (0 if root else CLONE_NEWUSER))
     if not root:
         with open("/proc/self/setgroups", "w") as fh:
             fh.write("deny")
         with open("/proc/self/uid_map", "w") as fh:
-            fh.write(f"0 {uid} 1")
+            fh.write(f"0 {own_uid} 1")
         with open("/proc/self/gid_map", "w") as fh:
-            fh.write(f"0 {gid} 1")
+            fh.write(f"0 {own_gid} 1")
     kernel.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    owner = b"" if not root else b",uid=%d,gid=%d" % (cfg["uid"], cfg["uid"])
+    owner = b"" if uid is None else b",uid=%d,gid=%d" % (uid, uid)
     try:
         build_root(kernel, cfg, cfg["workdir"], owner=owner)
     except OSError:
@@ -274,7 +301,6 @@ def isolate(kernel: Kernel, cfg: LauncherConfig) -> bool:
         # the half-built root covers.
         kernel.libc.umount2(cfg["workdir"].encode(), MNT_DETACH)
         raise
-    return root
 
 
 
@@ -309,19 +335,20 @@ def clear_capabilities(kernel: Kernel) -> None:
 # ---------------------------------------------------------------------- the program
 
 
-def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop: bool, workdir: str) -> None:
-    """In the program's own process: the limits, the uid drop, then the program, and its
-    record on the result pipe."""
+def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop_to: int | None,
+                workdir: str) -> None:
+    """In the program's own process: the limits, the drop to uid `drop_to` (None: none),
+    then the program, and its record on the result pipe."""
     drop_capabilities(kernel)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
     resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_bytes"], cfg["memory_bytes"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["disk_bytes"], cfg["disk_bytes"]))
     resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["open_files"], cfg["open_files"]))
-    if drop:
+    if drop_to is not None:
         os.setgroups([])
-        os.setgid(cfg["uid"])
-        os.setuid(cfg["uid"])
+        os.setgid(drop_to)
+        os.setuid(drop_to)
     if isolated:
         # Unisolated root that kept its uid (the interpreter is where nobody may enter)
         # still needs its capabilities to use the working directory; nothing is promised there.
@@ -427,7 +454,8 @@ def watch(pid: int, memory_bytes: int | None) -> tuple[int, int | None]:
         select.select([ended] if ended >= 0 else [], [], [], MEMORY_TICK)
 
 
-def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop: bool, workdir: str) -> NoReturn:
+def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop_to: int | None,
+            workdir: str) -> NoReturn:
     """The first child: PID 1 of the new PID namespace. Enters the new root, confines
     itself, says whether the program is isolated, forks the program's process, watches
     its memory, and reports how it ended. Never returns."""
@@ -451,7 +479,7 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
         os.close(status_fd)
         kernel.prctl(PR_SET_DUMPABLE, 1)  # as any process (setuid resets it)
         try:
-            run_program(kernel, cfg, code, isolated=isolated, drop=drop, workdir=workdir)
+            run_program(kernel, cfg, code, isolated=isolated, drop_to=drop_to, workdir=workdir)
         except BaseException as exc:
             emit(result_fd, {"sandbox_error": f"{type(exc).__name__}: {exc}"})
         finally:
@@ -475,23 +503,28 @@ def main(argv: list[str]) -> None:
     os.dup2(null, 0)
     os.close(null)
     kernel = Kernel()
+    uid = program_uid(cfg) if os.geteuid() == 0 else None
     isolated = False
-    drop = os.geteuid() == 0 and cfg["drop_unisolated"]
+    drop_to = uid if cfg["drop_unisolated"] else None
     workdir = cfg["workdir"]
     try:
-        drop = isolate(kernel, cfg)
+        isolate(kernel, cfg, uid)
         isolated = True
+        drop_to = uid
         workdir = "/tmp"
     except OSError as exc:
         if not cfg["allow_unisolated"]:
             emit(cfg["status_fd"], {"refused": str(exc)})
             sys.exit(0)
+        if drop_to is not None:
+            # Root without isolation: the program works in the host's directory as its own uid.
+            os.chown(workdir, drop_to, drop_to)
     # Non-dumpable: a process of the same uid without CAP_SYS_PTRACE can neither trace
     # this one and PID 1 nor open their descriptors (the status pipe) through /proc.
     kernel.prctl(PR_SET_DUMPABLE, 0)
     middle = os.fork()
     if middle == 0:
-        pid_one(kernel, cfg, code, isolated=isolated, drop=drop, workdir=workdir)
+        pid_one(kernel, cfg, code, isolated=isolated, drop_to=drop_to, workdir=workdir)
     os.close(cfg["result_fd"])
     os.waitpid(middle, 0)
 

@@ -11,8 +11,6 @@ from helpers import veriloop
 
 from veriloop.domains.humaneval import HumanEval, read_problems
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # the hidden tests run as the sandbox's uid
-
 ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
 QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.5)  # for forgeries: a late one is scored wrong anyway
 # For a verdict pinned exactly (an honest function passes, an error names its test): the

@@ -14,8 +14,6 @@ from helpers import ROOT, leftovers
 
 from veriloop.domains.humaneval import HumanEval, read_problems
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # the fork bomb uses up the sandbox uid's processes
-
 ADD = next(p for p in read_problems() if p.data["task_id"] == "HumanEval/53")
 # Short limits: each hostile program ends within a few seconds.
 QUICK = HumanEval(test_seconds=0.5, budget_seconds=1.0)

@@ -14,8 +14,6 @@ from veriloop.domains.humaneval import runner as runner_module
 from veriloop.errors import VeriloopError
 from veriloop.tools.sandbox import ExecResult
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # every test here runs programs as the sandbox's uid
-
 PROBLEMS = {p.data["task_id"]: p for p in read_problems()}
 ADD = PROBLEMS["HumanEval/53"]
 CLOSE = PROBLEMS["HumanEval/0"]
