@@ -108,18 +108,28 @@ def test_a_world_connectable_socket_is_not_reachable_even_by_path(guest: Any) ->
     assert guest.received()["run"] == "nothing"
 
 
-def forking_program(children: int, mib: int) -> str:
-    """`children` forked processes, each touching `mib` MiB and holding it a while."""
+def forking_program(children: int, mib: int, hold: float | None) -> str:
+    """`children` forked processes, each touching `mib` MiB; once every one holds its
+    memory they keep it `hold` seconds more (PID 1 sums it every 10 ms), or, with None,
+    until they are killed (the wall limit is the hang guard)."""
+    release = "time.sleep(hold)\n    os.close(go_w)" if hold is not None else "pass"
     return (
-        "import os, time\nkids = []\n"
+        f"import os, time\nhold = {hold!r}\nready_r, ready_w = os.pipe()\ngo_r, go_w = os.pipe()\nkids = []\n"
         f"for _ in range({children}):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
+        "        os.close(go_w)\n"
         f"        block = bytearray({mib} << 20)\n"
         "        block[::4096] = b'\\x01' * len(range(0, len(block), 4096))\n"
-        "        time.sleep(3)\n"
+        "        os.write(ready_w, b'.')\n"
+        "        os.read(go_r, 1)\n"
         "        os._exit(0)\n"
         "    kids.append(pid)\n"
+        "ready = b''\n"
+        f"while len(ready) < {children}:\n"
+        "    ready += os.read(ready_r, 16)\n"
+        "if hold is not None:\n"
+        f"    {release}\n"
         "statuses = [os.waitpid(pid, 0)[1] for pid in kids]\n"
         "answer = f'{len(kids)} children, statuses {statuses}'"
     )
@@ -131,13 +141,13 @@ MEMORY = SandboxLimits(wall_seconds=20, cpu_seconds=10, memory_bytes=384 << 20)
 def test_memory_is_capped_over_all_processes(runner: Runner) -> None:
     """Three children of 200 MiB each: each fits the 384 MiB per-process cap, together they
     do not; the whole program is stopped and the error says why."""
-    result = runner(forking_program(3, 200), MEMORY)
+    result = runner(forking_program(3, 200, None), MEMORY)
     assert (result.answer, result.timed_out) == (None, False)
     assert result.error == "MemoryError: the program's processes together needed more than the 384 MiB memory limit"
 
 
 def test_processes_within_the_memory_cap_run(runner: Runner) -> None:
-    result = runner(forking_program(3, 40), MEMORY)
+    result = runner(forking_program(3, 40, 0.5), MEMORY)
     assert (result.answer, result.error) == ("3 children, statuses [0, 0, 0]", None)
 
 

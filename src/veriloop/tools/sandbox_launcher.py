@@ -1,6 +1,8 @@
 """The sandbox's launcher: the process `tools.sandbox.run_python` starts as
-`python -I -S <this file> CONFIG`, with the program on stdin (CONFIG: the configuration
-in `marshal`'s format, as hex; the parent is the same interpreter). tools/sandbox.py's
+`python -I -S -c BOOT CONFIG` (BOOT imports this file as the top-level module
+`sandbox_launcher`, so its cached bytecode is used, and calls `main`), with the program
+on stdin (CONFIG: the configuration in `marshal`'s format, as hex; the parent is the
+same interpreter). tools/sandbox.py's
 docstring tells the whole design; this file is the part that runs in the child.
 
 Invariants:
@@ -9,9 +11,10 @@ Invariants:
   imported for the type checker alone; `json` is not imported (with `re`, which it
   pulls in, it was 10-15 ms of each start): the configuration comes in `marshal`'s
   format and records are written with `_json`'s string encoder (`to_json`); `traceback` is
-  imported only when the program raised.
+  imported only when the program raised; `_signal`, not `signal` (which imports enum,
+  functools and collections: 5 ms of CPU).
 - Nothing happens at import: the parent imports this module for its constants and the
-  type of its configuration; the work is in `main`, run only as a script.
+  type of its configuration; the work is in `main`, which only BOOT calls.
 - The status pipe is written only by the launcher (a refusal) and by PID 1 (whether the
   program is isolated, then how its process ended); the program's process closes it
   before anything of the program runs.
@@ -34,8 +37,8 @@ import ctypes
 import marshal
 import os
 import resource
-import signal
 import sys
+from _signal import SIGKILL
 
 try:
     from _json import encode_basestring_ascii
@@ -449,7 +452,7 @@ def watch(pid: int, memory_bytes: int | None) -> tuple[int, int | None]:
                 break
         used = memory_used(page)
         if used > memory_bytes:
-            os.kill(-1, signal.SIGKILL)  # in a PID namespace: every process in it but PID 1
+            os.kill(-1, SIGKILL)  # in a PID namespace: every process in it but PID 1
             return os.waitpid(pid, 0)[1], used
         select.select([ended] if ended >= 0 else [], [], [], MEMORY_TICK)
 
@@ -460,7 +463,7 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
     itself, says whether the program is isolated, forks the program's process, watches
     its memory, and reports how it ended. Never returns."""
     status_fd, result_fd = cfg["status_fd"], cfg["result_fd"]
-    kernel.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the launcher
+    kernel.prctl(PR_SET_PDEATHSIG, SIGKILL)  # die with the launcher
     try:
         if isolated:
             enter_root(kernel, cfg["workdir"])
@@ -529,5 +532,5 @@ def main(argv: list[str]) -> None:
     os.waitpid(middle, 0)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -I -S sandbox_launcher.py CONFIG works too, compiling this file each time
     main(sys.argv)
