@@ -4,6 +4,7 @@ that says what happened."""
 from __future__ import annotations
 
 import ast
+import builtins
 import errno
 import json
 import os
@@ -12,6 +13,7 @@ import tracemalloc
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT, leftovers
@@ -331,6 +333,26 @@ def test_namespace_filter_rows_jump_forward_and_end_in_returns() -> None:
         assert all(0 <= jt < 256 and 0 <= jf < 256 and i + 1 + max(jt, jf) < len(rows) for i, jt, jf in jumps)
         assert rows[-1][0] == rows[-2][0] == 0x06  # BPF_RET
     assert sandbox.namespace_filter("riscv64") == []
+
+
+def test_a_prelude_runs_first_in_the_programs_namespace_and_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    prelude = "import os\ndef double(x):\n    assert x >= 0, 'negative'\n    return 2 * x\nuid = os.getuid()\n"
+    compiled = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        compiled.append(args[1])
+        return builtins.compile(*args, **kwargs)
+
+    sandbox._bytecode.cache_clear()
+    monkeypatch.setattr(sandbox, "compile", counting, raising=False)
+    runs = [run_python("answer = (double(21), uid == os.getuid())", prelude=prelude),
+            run_python("answer = double(-1)", prelude=prelude),  # its assert holds (no -O inside)
+            run_python("a = 1\nb = = 2", prelude=prelude)]  # the program's own line numbers
+    assert [(r.answer, r.error) for r in runs] == [
+        ("(42, True)", None), (None, "AssertionError: negative"), (None, "SyntaxError: invalid syntax (line 2: b = = 2)")]
+    assert compiled == ["<program>"]  # the prelude, once; the programs compile inside
+    with pytest.raises(SyntaxError):
+        run_python("answer = 1", prelude="def broken(:\n")
 
 
 def test_the_launchers_records_are_json_as_json_dumps_writes_it() -> None:

@@ -68,6 +68,11 @@ the limits, a minimal environment, a temporary working directory and a process-g
 kill, but it can reach the network and write wherever its user may, and nothing above
 about the status pipe holds (it may run as our own uid).
 
+A caller's own code that the program calls (a test harness) may go as `prelude`: this
+process compiles it once per text and the launcher runs its bytecode before the program,
+in the program's namespace and under every limit above, exactly as if the program began
+with it.
+
 The parent reads stdout, stderr and both pipes with caps and a wall-clock deadline,
 discarding whatever exceeds the caps so a program that prints without end cannot grow
 this process's memory.
@@ -76,7 +81,9 @@ this process's memory.
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import marshal
 import os
 import platform
 import re
@@ -440,17 +447,28 @@ def _bare_program(text: str) -> str:
     return "\n".join(best).strip("\n") if best else text.strip("\n")
 
 
+@functools.lru_cache(maxsize=8)
+def _bytecode(source: str) -> bytes:
+    # optimize=0: the launcher runs without -O, whatever this interpreter was started with
+    # (a prelude's own asserts must hold there); dont_inherit: no future flags of this module.
+    return marshal.dumps(compile(source, "<program>", "exec", dont_inherit=True, optimize=0))
+
+
 def run_python(
     code: str, limits: SandboxLimits | None = None, *, allow_unisolated: bool = False, answer_chars: int = ANSWER_CHARS,
-    hide: Sequence[str] = (),
+    hide: Sequence[str] = (), prelude: str = "",
 ) -> ExecResult:
     """Run `code` (fences allowed) in the sandbox and report its `answer` (its first
     `answer_chars` characters), its output and its error. Never raises for anything the
     program does. `hide`: directories the program's root shows empty (a benchmark's data
     installed beside the interpreter, whose hidden tests a program could otherwise read);
-    veriloop's own package is always hidden."""
+    veriloop's own package is always hidden. `prelude`: the caller's own code (a test
+    harness the program calls), run first in the program's namespace as if the program
+    began with it; compiled here once per text (a SyntaxError raises here) and sent as
+    bytecode, so a program's process does not compile the same harness on every run."""
     limits = limits or SandboxLimits()
     code = program_from_text(code)
+    compiled_prelude = _bytecode(prelude) if prelude else b""
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix="veriloop-py-")
     status_r, status_w = os.pipe()
@@ -471,6 +489,7 @@ def run_python(
             "hidden": sorted({os.path.realpath(p) for p in (*_ALWAYS_HIDDEN, *hide)}),
             "drop_unisolated": _DROP_UNISOLATED,
             "answer_chars": int(answer_chars),
+            "prelude_bytes": len(compiled_prelude),
             "cpu_seconds": int(limits.cpu_seconds),
             "memory_bytes": int(limits.memory_bytes),
             "processes": int(limits.processes),
@@ -495,7 +514,7 @@ def run_python(
         finally:
             os.close(status_w)
             os.close(result_w)
-        outcome = _collect(proc, code, status_r, result_r, limits)
+        outcome = _collect(proc, compiled_prelude + code.encode("utf-8", "replace"), status_r, result_r, limits)
     finally:
         os.close(status_r)
         os.close(result_r)
@@ -538,14 +557,14 @@ def _records(text: str) -> list[dict[str, Any]]:
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], code: str, status_r: int, result_r: int, limits: SandboxLimits
+    proc: subprocess.Popen[bytes], stdin: bytes, status_r: int, result_r: int, limits: SandboxLimits
 ) -> _Outcome:
     deadline = time.monotonic() + limits.wall_seconds
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         # The launcher reads all of stdin before anything else, so this cannot block
         # on a full pipe for long.
-        proc.stdin.write(code.encode("utf-8", "replace"))
+        proc.stdin.write(stdin)
         proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass

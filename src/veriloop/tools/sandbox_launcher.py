@@ -18,6 +18,8 @@ Invariants:
 - The status pipe is written only by the launcher (a refusal) and by PID 1 (whether the
   program is isolated, then how its process ended); the program's process closes it
   before anything of the program runs.
+- Stdin holds the caller's prelude (marshalled bytecode, `prelude_bytes` long, run before
+  the program in its namespace) and then the program's text.
 - The program's record (its `answer` or error) goes to the result pipe, followed by a
   clean exit (status 0): the parent trusts the record only with that exit, which PID 1
   reports.
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
         hidden: list[str]  # directories inside those shown empty (data a program must not read)
         drop_unisolated: bool  # root without isolation may drop its uid (the interpreter is open to it)
         answer_chars: int  # the longest `answer` reported
+        prelude_bytes: int  # stdin's first bytes: the prelude's marshalled bytecode; the program follows
         cpu_seconds: int
         memory_bytes: int
         processes: int
@@ -338,8 +341,8 @@ def clear_capabilities(kernel: Kernel) -> None:
 # ---------------------------------------------------------------------- the program
 
 
-def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop_to: int | None,
-                workdir: str) -> None:
+def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, prelude: bytes, *, isolated: bool,
+                drop_to: int | None, workdir: str) -> None:
     """In the program's own process: the limits, the drop to uid `drop_to` (None: none),
     then the program, and its record on the result pipe."""
     drop_capabilities(kernel)
@@ -361,12 +364,13 @@ def run_program(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: boo
     os.chdir(workdir)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     sys.path.extend(cfg["paths"])
-    emit(cfg["result_fd"], {"result": outcome(code, cfg["answer_chars"])})
+    emit(cfg["result_fd"], {"result": outcome(code, cfg["answer_chars"], prelude)})
 
 
-def outcome(code: str, answer_chars: int) -> dict[str, Any]:
-    """Run the program (this process is the sandbox: it runs nothing else after) and
-    say what came of it: its `answer` as text, or its error's last line."""
+def outcome(code: str, answer_chars: int, prelude: bytes = b"") -> dict[str, Any]:
+    """Run the program (this process is the sandbox: it runs nothing else after), after
+    the caller's `prelude` (its bytecode, marshalled) in the same namespace, and say what
+    came of it: its `answer` as text, or its error's last line."""
     import builtins  # here, not at the top: the launcher's start stays as short as it can
 
     record: dict[str, Any] = {"answer": None, "has_answer": False, "error": None}
@@ -381,6 +385,8 @@ def outcome(code: str, answer_chars: int) -> dict[str, Any]:
     if compiled is not None:
         scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         try:
+            if prelude:
+                exec(marshal.loads(prelude), scope)
             exec(compiled, scope)
         except SystemExit:
             pass
@@ -457,8 +463,8 @@ def watch(pid: int, memory_bytes: int | None) -> tuple[int, int | None]:
         select.select([ended] if ended >= 0 else [], [], [], MEMORY_TICK)
 
 
-def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, drop_to: int | None,
-            workdir: str) -> NoReturn:
+def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, prelude: bytes, *, isolated: bool,
+            drop_to: int | None, workdir: str) -> NoReturn:
     """The first child: PID 1 of the new PID namespace. Enters the new root, confines
     itself, says whether the program is isolated, forks the program's process, watches
     its memory, and reports how it ended. Never returns."""
@@ -482,7 +488,7 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
         os.close(status_fd)
         kernel.prctl(PR_SET_DUMPABLE, 1)  # as any process (setuid resets it)
         try:
-            run_program(kernel, cfg, code, isolated=isolated, drop_to=drop_to, workdir=workdir)
+            run_program(kernel, cfg, code, prelude, isolated=isolated, drop_to=drop_to, workdir=workdir)
         except BaseException as exc:
             emit(result_fd, {"sandbox_error": f"{type(exc).__name__}: {exc}"})
         finally:
@@ -501,7 +507,9 @@ def pid_one(kernel: Kernel, cfg: LauncherConfig, code: str, *, isolated: bool, d
 
 def main(argv: list[str]) -> None:
     cfg = decode_config(argv[1])
-    code = sys.stdin.buffer.read().decode("utf-8", "replace")
+    data = sys.stdin.buffer.read()
+    prelude = data[:cfg["prelude_bytes"]]
+    code = data[cfg["prelude_bytes"]:].decode("utf-8", "replace")
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -527,7 +535,7 @@ def main(argv: list[str]) -> None:
     kernel.prctl(PR_SET_DUMPABLE, 0)
     middle = os.fork()
     if middle == 0:
-        pid_one(kernel, cfg, code, isolated=isolated, drop_to=drop_to, workdir=workdir)
+        pid_one(kernel, cfg, code, prelude, isolated=isolated, drop_to=drop_to, workdir=workdir)
     os.close(cfg["result_fd"])
     os.waitpid(middle, 0)
 

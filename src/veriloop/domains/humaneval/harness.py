@@ -1,10 +1,10 @@
 """The test harness veriloop sends into its sandbox with a candidate function.
 
-This file is never run in veriloop's own process: `runner.py` reads its source, appends
-one line that calls `main` with the payload (base64 of JSON, the worker's part of this
-file among it: its source up to the line that opens the harness's side), and hands the
-whole program to `tools.sandbox.run_python`, whose variable `answer` brings the report
-back (JSON).
+This file is never run in veriloop's own process: `runner.py` hands its source to
+`tools.sandbox.run_python` as the prelude (compiled once there, run first in the
+program's namespace) of a one-line program that calls `main` with the payload (base64 of
+JSON, the worker's part of this file among it: its source up to the line that opens the
+harness's side), whose variable `answer` brings the report back (JSON).
 
 Two processes inside the sandbox. The harness (the program's own process, trusted) runs
 the problem's prompt (its imports and helpers) and the tests; it never runs the
