@@ -205,15 +205,20 @@ def test_every_help_works_with_the_core_alone() -> None:
     assert real.returncode == 0 and real.stdout.startswith("Usage: python -m veriloop ") and real.stderr == ""
 
 
-def test_listings_mark_what_needs_an_extra() -> None:
-    plugins = core_only_process("plugins")
+LISTINGS = [("plugins",), ("tools", "list"), ("run", "--help"), ("verify", "nope"),
+            ("run", "--model", "no-such-model", "-n", "1")]
+"""Commands run with the core alone in the interpreter of WITHOUT_EXTRAS (see _ONE_BY_ONE)."""
+
+
+def test_listings_mark_what_needs_an_extra(without_extras) -> None:
+    plugins = without_extras[("plugins",)]
     assert plugins.returncode == 0, plugins.stderr
     assert re.search(r"^  blocksworld \(needs veriloop\[planning\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  toxicity \(needs veriloop\[critic\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  ray \(needs veriloop\[ray\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  smollm2-135m \(needs veriloop\[local\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  game24 +veriloop$", plugins.stdout, re.M)
-    tools = core_only_process("tools", "list")
+    tools = without_extras[("tools", "list")]
     assert tools.returncode == 0, tools.stderr
     assert tools.stdout.splitlines()[-2:] == [
         "toxicity (needs veriloop[critic]): pip install 'veriloop[critic]'",
@@ -221,10 +226,10 @@ def test_listings_mark_what_needs_an_extra() -> None:
         "(see `veriloop tools run --help`)",
     ]
     assert tools.stdout.startswith("python: ")
-    help_text = " ".join(core_only_process("run", "--help").stdout.split())
+    help_text = " ".join(without_extras[("run", "--help")].stdout.split())
     assert ("game24, blocksworld (needs veriloop[planning]), mystery_blocksworld (needs veriloop[planning]), "
             "coloring (needs veriloop[planning]), planning (needs veriloop[planning]), gsm8k") in help_text
-    assert_one_line_error(core_only_process("verify", "nope"), "choose one of: game24, blocksworld (needs "
+    assert_one_line_error(without_extras[("verify", "nope")], "choose one of: game24, blocksworld (needs "
                           "veriloop[planning]),", "toxicity (needs veriloop[critic]), humaneval")
 
 
@@ -257,10 +262,10 @@ WITHOUT_EXTRAS = [
      the_line("inspect", "veriloop import --format inspect", "inspect_ai")),
 ]
 
-# Every command of WITHOUT_EXTRAS in one core-only interpreter, each through the CLI's main()
-# in its own folder and VERILOOP_HOME (helpers.veriloop): eleven interpreters importing
-# veriloop cost 10-40 s. No extra's module can be imported by any of them, so none can
-# change what a later one finds missing.
+# Every command of WITHOUT_EXTRAS and LISTINGS in one core-only interpreter, each through
+# the CLI's main() in its own folder and VERILOOP_HOME (helpers.veriloop): sixteen
+# interpreters importing veriloop cost 10-40 s. No extra's module can be imported by any
+# of them, so none can change what a later one finds missing.
 _ONE_BY_ONE = """
 import json
 sys.path.insert(0, {tests!r})
@@ -275,9 +280,10 @@ print(json.dumps(done))
 
 @pytest.fixture(scope="module")
 def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
-    """What each command of WITHOUT_EXTRAS gave with the core alone, by its arguments."""
+    """What each command of WITHOUT_EXTRAS and LISTINGS gave with the core alone, by its arguments."""
+    commands = [args for args, _ in WITHOUT_EXTRAS] + LISTINGS
     cases = []
-    for i, (args, _) in enumerate(WITHOUT_EXTRAS):
+    for i, args in enumerate(commands):
         folder = tmp_path_factory.mktemp(f"core-only-{i}")
         (folder / "model.gguf").write_bytes(b"GGUF")
         (folder / "answers.jsonl").write_text(GAME24_LINE)
@@ -286,7 +292,7 @@ def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
     proc = core_only_process(code=code)
     assert proc.returncode == 0, proc.stderr
     done = json.loads(proc.stdout.splitlines()[-1])
-    return {args: subprocess.CompletedProcess(args, *result) for (args, _), result in zip(WITHOUT_EXTRAS, done)}
+    return {args: subprocess.CompletedProcess(args, *result) for args, result in zip(commands, done, strict=True)}
 
 
 @pytest.mark.parametrize(("args", "line"), WITHOUT_EXTRAS)
@@ -296,9 +302,8 @@ def test_a_feature_without_its_extra_is_one_line(without_extras, args, line) -> 
     assert proc.stderr.strip() == line
 
 
-def test_an_unknown_model_is_still_unknown_without_llama_cpp(tmp_path) -> None:
-    proc = core_only_process("run", "--model", "no-such-model", "-n", "1", cwd=tmp_path)
-    assert_one_line_error(proc, "unknown model 'no-such-model'")
+def test_an_unknown_model_is_still_unknown_without_llama_cpp(without_extras) -> None:
+    assert_one_line_error(without_extras[("run", "--model", "no-such-model", "-n", "1")], "unknown model 'no-such-model'")
 
 
 def test_the_api_says_the_same(tmp_path) -> None:

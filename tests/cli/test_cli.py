@@ -123,9 +123,7 @@ def registry_words() -> list[str]:
 def test_run_help_lists_the_registries_uncut_in_80_columns():
     from veriloop.models.packs import DEFAULT_MODEL
 
-    env = dict(os.environ, COLUMNS="80")
-    proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "run", "--help"], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = veriloop("run", "--help", columns="80")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "\u2026" not in text  # nothing cut with an ellipsis

@@ -186,3 +186,21 @@ def test_a_lazy_command_takes_either_a_short_help_or_a_summary():
         LazyCommand("x", "verify", "verify")
     with pytest.raises(ValueError, match="short_help or summary"):
         LazyCommand("x", "verify", "verify", short_help="a", summary="b")
+
+
+def test_a_run_on_a_server_imports_neither_numpy_nor_scipy(tmp_path, canned_server):
+    # `veriloop run` reads llamacpp.thread_count (whose module imported numpy through
+    # models.batched) and prints a 95% Wilson interval per strategy (which imported
+    # scipy.special): 0.4 s of CPU that a server's run never used.
+    code = (
+        "import os, sys\n"
+        f"os.environ['VERILOOP_HOME'] = {str(tmp_path / 'home')!r}\n"
+        "from veriloop.cli import main\n"
+        f"sys.argv = ['veriloop', 'run', '--model', 'openai/x', '--base-url', {canned_server + '/ok/v1'!r}, '-n', '2',\n"
+        f"            '-s', 'standard', '--no-cache', '--out', {str(tmp_path / 'run')!r}]\n"
+        "main()\n"
+    )
+    proc, modules = imported_by(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 new and 0 resumed trajectories" in proc.stdout
+    assert heavy_in(modules, ("numpy", "scipy")) == []

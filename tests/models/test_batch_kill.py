@@ -1,6 +1,7 @@
 """A real kill -9 of `veriloop run --batch` (the command users run, in a subprocess) while its
 first batch is in progress at OpenAI's and Anthropic's stand-ins, then the same command
-again on the same run directory once the batch ended: every trajectory completes, one batch
+again on the same run directory once the batch ended (in this process: what it proves is
+what the command finds, not how it ends): every trajectory completes, one batch
 per round was created, no custom_id was sent twice, no call went live, and the journal
 tells each batch's story. The progress lines of the killed run name the batch and its state."""
 
@@ -14,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from helpers import veriloop
 
 N, ROUNDS = 3, 2
 STRATEGY = "backprompt:verifier=sound,feedback=first"  # the stand-in's reply is wrong: every round is used
@@ -54,8 +57,8 @@ def test_kill_9_while_a_batch_runs_then_the_same_command_collects_it(
         assert [e["event"] for e in map(json.loads, journal.read_text().splitlines())] == ["intent", "submitted"]
         standin.finish_batches()  # it ends while no veriloop runs
         standin.auto_advance = True
-        again = subprocess.run(argv, env=env, capture_output=True, timeout=300)
-    assert again.returncode == 0, again.stderr.decode()[-2000:]
+        again = veriloop(*argv[3:])  # argv without `python -m veriloop.cli`
+    assert again.returncode == 0, again.stderr[-2000:]
     rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert len(rows) == N and all(len(r["calls"]) == ROUNDS for r in rows)
     assert len(standin.batches) == ROUNDS

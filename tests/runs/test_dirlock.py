@@ -5,6 +5,7 @@ holder (kill -9 included), and readers (the viewer) take no lock."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line_error, veriloop_process
+from helpers import assert_one_line_error, veriloop
 
 import veriloop as vl
 from veriloop.domains import get_domain
@@ -53,20 +54,36 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-@pytest.fixture
-def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """Another process in the middle of a run of tmp_path/run (5 trajectories written)."""
-    out = tmp_path / "run"
+@contextlib.contextmanager
+def holding(out: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process in the middle of a run of `out` (5 trajectories written)."""
     env = {**os.environ, "PYTHONPATH": str(Path(vl.__file__).parents[1])}
     child = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "holding", f"the holder ended early (exit {child.poll()})"
-        yield child, out
+        yield child
     finally:
         child.kill()
         child.wait()
         child.stdout.close()  # else its pipe is closed by whichever later test the garbage collector runs in
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A holder of tmp_path/run of this test's own, for a test that kills it."""
+    with holding(tmp_path / "run") as child:
+        yield child, tmp_path / "run"
+
+
+@pytest.fixture(scope="module")
+def shared_holder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """One holder for the tests that only try its directory (each start imports veriloop and
+    runs game24: a second of CPU). They leave it as they found it: the refused runs write
+    nothing, and the viewer test checks its 5 trajectories."""
+    out = tmp_path_factory.mktemp("held") / "run"
+    with holding(out) as child:
+        yield child, out
 
 
 def run_here(out: Path, n: int = 20) -> vl.RunResult:
@@ -92,17 +109,18 @@ def test_a_second_process_is_refused_naming_the_holder_and_may_go_on_once_the_ho
     assert len(ids) == len(set(ids)) == 20
 
 
-def test_veriloop_run_on_a_held_directory_is_refused_in_one_line_before_the_model_loads(holder, tmp_path) -> None:
-    child, out = holder
-    # No server listens on port 9: the refusal comes before any request.
-    proc = veriloop_process("run", "--model", "openai/x", "--base-url", "http://127.0.0.1:9/v1", "-n", "1", "-s", "standard",
+def test_veriloop_run_on_a_held_directory_is_refused_in_one_line_before_the_model_loads(shared_holder, tmp_path) -> None:
+    child, out = shared_holder
+    # No server listens on port 9: the refusal comes before any request. The two processes
+    # are the holder and this one.
+    proc = veriloop("run", "--model", "openai/x", "--base-url", "http://127.0.0.1:9/v1", "-n", "1", "-s", "standard",
                             "--no-cache", "--out", str(out), home=tmp_path / "home")
     assert_one_line_error(proc, f"{out} is in use by another veriloop process (PID {child.pid})")
 
 
 def test_an_experiment_directory_held_elsewhere_is_refused_and_its_cells_are_held_while_they_run(
-        holder, tmp_path) -> None:
-    child, held = holder
+        shared_holder, tmp_path) -> None:
+    child, held = shared_holder
     spec = parse_experiment(textwrap.dedent("""
         name = "locks"
         n = 2
@@ -150,14 +168,14 @@ def test_one_process_holding_a_directory_twice_is_refused_in_words_of_its_own(tm
     assert (tmp_path / "run" / LOCK_FILE).is_file()
 
 
-def test_the_viewer_and_its_live_server_read_a_directory_another_process_holds(holder) -> None:
+def test_the_viewer_and_its_live_server_read_a_directory_another_process_holds(shared_holder) -> None:
     import urllib.request
 
     from veriloop.view.data import load
     from veriloop.view.report import build
     from veriloop.view.serve import LivePage, ViewServer
 
-    child, out = holder
+    child, out = shared_holder
     assert len(load([out]).trajectories) == 5
     page = LivePage([out], lambda version: build([out], None, live=True, version=version, references=False,
                                                  allow_empty=True).html)

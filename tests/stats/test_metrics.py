@@ -6,12 +6,13 @@ scored against ground truth."""
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 from scipy.stats import norm
 
 from veriloop.records import CallRecord, RoundRecord, Trajectory
-from veriloop.stats.metrics import score_judgements, summarise, wilson_interval
+from veriloop.stats.metrics import Z95, score_judgements, summarise, wilson_interval
 
 Z = float(norm.isf(0.025))
 
@@ -59,6 +60,31 @@ def test_wilson_edges():
     lo95, hi95 = wilson_interval(3, 10)
     assert lo99 < lo95 < hi95 < hi99
 
+
+
+def test_the_95_percent_z_is_scipys_to_the_last_bit():
+    from scipy.special import ndtri
+
+    assert Z95 == -float(ndtri(0.05 / 2)) == Z
+
+
+def test_a_95_percent_interval_needs_no_scipy(monkeypatch):
+    # A `veriloop run` prints one per strategy: importing scipy for it cost 0.3 s of CPU.
+    # None in sys.modules makes `import scipy.special` raise ImportError.
+    monkeypatch.setitem(sys.modules, "scipy.special", None)
+    assert wilson_interval(3, 10) == reference_interval(3, 10)
+    with pytest.raises(ImportError):
+        wilson_interval(3, 10, alpha=0.01)
+
+
+def reference_interval(successes: int, n: int) -> tuple[float, float]:
+    """statsmodels' steps with z = Z (scipy's), as metrics.py writes them."""
+    z2 = Z**2
+    p = successes / n
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = Z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n**2)) / denom
+    return (centre - half, centre + half)
 
 def test_summarise_counts_from_trajectories():
     def traj(i: int, correct: bool, rounds: int, stop: str) -> Trajectory:

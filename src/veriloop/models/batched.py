@@ -16,6 +16,9 @@ Determinism: a batched step computes a sequence's logits in a batch of a differe
 than a sequential run would, so a fresh batched completion may differ from a sequential
 one in low-order logits (and so, rarely, in a sampled token). Re-runs replay from the
 call cache exactly; `concurrency = 1` keeps the sequential path.
+
+numpy is imported when a token's logprobs are first computed, not with the module: every
+`veriloop run` imports this module through llamacpp.thread_count, a server's run too.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from collections import deque
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from ..errors import ContextOverflow, VeriloopError
 from .base import Completion, GenParams, TokenLogprob
@@ -346,6 +347,8 @@ class BatchedEngine:
             seq.finish = "length"
 
     def _logprob(self, index: int, token: int, top: int) -> TokenLogprob:
+        import numpy as np
+
         row = self._c.llama_get_logits_ith(self._ctx, index)
         logits = np.ctypeslib.as_array(ctypes.cast(row, ctypes.POINTER(ctypes.c_float)), shape=(self._n_vocab,))
         logits = logits.astype(np.float64)

@@ -1,6 +1,9 @@
 """An exact Game of 24 solver over fractions: every value a multiset of numbers can
-make (memoised per sorted multiset), one witness expression with the fewest brackets,
-and the ease scores the generated puzzles are ordered by."""
+make and the combinations reaching 24 at its root (both memoised per sorted multiset),
+one witness expression with the fewest brackets, and the ease scores the generated
+puzzles are ordered by. A plain `veriloop run` of game24 generates every puzzle, so the
+root's lookups key values by (numerator, denominator): a Fraction hashes in Python code,
+a tuple of ints in C."""
 
 from __future__ import annotations
 
@@ -78,29 +81,40 @@ def _reachable(nums: tuple[int, ...]) -> Reach:
     return out
 
 
-def _root_hits(nums: tuple[int, ...]) -> list[tuple[str, int]]:
+@cache
+def _by_terms(nums: tuple[int, ...]) -> dict[tuple[int, int], tuple[str, int]]:
+    """_reachable(nums) keyed by each value's (numerator, denominator)."""
+    return {(v.numerator, v.denominator): e for v, e in _reachable(nums).items()}
+
+
+@cache
+def _wants(va: Fraction) -> tuple[tuple[tuple[int, int], bool, str], ...]:
+    """What the other side must make, as (numerator, denominator), for `va op b` (True)
+    or `b op va` (False) to be 24: the same few hundred left values come back in every
+    puzzle, so each is worked out once."""
+    wants = [(TARGET - va, True, "+"), (va - TARGET, True, "-"), (TARGET + va, False, "-")]
+    if va:
+        wants += [(TARGET / va, True, "*"), (va / TARGET, True, "/"), (TARGET * va, False, "/")]
+    return tuple(((need.numerator, need.denominator), a_first, op) for need, a_first, op in wants)
+
+
+@cache
+def _root_hits(nums: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
     """Root combinations reaching 24, found by looking up the value the other side needs.
 
     Enumerating whole value sets at the root is the expensive step, so only the smaller
-    group is walked; the larger group's memoised table answers "can you make b?".
+    group is walked; the larger group's memoised table answers "can you make b?". Memoised:
+    a solvable puzzle's solution and its count both read it.
     """
     hits: list[tuple[str, int]] = []
     for a_nums, b_nums in _splits(nums):
-        ra, rb = _reachable(a_nums), _reachable(b_nums)
+        ra, rb = _reachable(a_nums), _by_terms(b_nums)
         for va, ea in ra.items():
-            # (needed b, renders as "a op b" when True or "b op a" when False, operator)
-            wants: list[tuple[Fraction, bool, str]] = [
-                (TARGET - va, True, "+"),
-                (va - TARGET, True, "-"),
-                (TARGET + va, False, "-"),
-            ]
-            if va:
-                wants += [(TARGET / va, True, "*"), (va / TARGET, True, "/"), (TARGET * va, False, "/")]
-            for need, a_first, op in wants:
+            for need, a_first, op in _wants(va):
                 eb = rb.get(need)
                 if eb is not None:
                     hits.append(_combine(ea, op, eb) if a_first else _combine(eb, op, ea))
-    return hits
+    return tuple(hits)
 
 
 @cache
