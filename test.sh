@@ -7,6 +7,9 @@ cd "$(dirname "$0")"
 scripts/setup.sh --dev --browser smollm2-135m
 echo "ruff check:" && .venv/bin/ruff check --quiet src tests bench docs && echo "  clean"
 echo "mypy:" && .venv/bin/mypy --no-error-summary && echo "  clean"
+# pytest keeps the tests' rewritten bytecode, and every command a test starts keeps its own,
+# for the next run: half of each worker's collection (a clean clone's first run compiles).
+unset PYTHONDONTWRITEBYTECODE
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q "$@"
 fi

@@ -48,6 +48,11 @@ if [ "$installed" = 0 ]; then
     echo "$want" > "$VENV/.veriloop-deps-$extras"
 fi
 
+# Every process that imports an editable install compiles its modules again when the
+# environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE): about 0.3 s of CPU per
+# command. Compile them once (compileall skips the files that are up to date).
+"$VENV/bin/python" -m compileall -q -j 0 src >/dev/null
+
 if [ "$browser" = 1 ] && [ ! -x "${VERILOOP_CHROMIUM:-/usr/bin/chromium}" ]; then
     if ! command -v apt-get >/dev/null; then
         echo "error: the browser tests need Chromium; install it, or set VERILOOP_CHROMIUM=/path/to/chromium" >&2
