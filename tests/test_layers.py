@@ -46,8 +46,11 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
+# Several tests read each module's imports: parsing was half of the module's time. The
+# imports are kept, not the trees (holding every tree made each garbage collection slower).
+@functools.cache
 def import_statements(name: str, path: Path, package: bool, *, type_checking: bool = False,
-                      ) -> list[tuple[str, list[str], int]]:
+                      ) -> tuple[tuple[str, list[str], int], ...]:
     """Each import of the module: (the module it names, the names it takes, line); relative
     imports resolved. Statements under TYPE_CHECKING are left out unless `type_checking`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -66,7 +69,7 @@ def import_statements(name: str, path: Path, package: bool, *, type_checking: bo
             else:
                 target = node.module or ""
             found.append((target, [alias.name for alias in node.names], node.lineno))
-    return found
+    return tuple(found)
 
 
 @functools.cache
@@ -216,6 +219,7 @@ def readme_layers() -> list[list[str]]:
     return rows
 
 
+@functools.cache
 def is_shim(path: Path) -> bool:
     """A module kept at an old path for one release: it only re-exports its new module."""
     return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__"

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veriloop.datafiles import loads
 from veriloop.models.base import Completion, GenParams, TokenLogprob
 from veriloop.models.cache import call_key
 from veriloop.models.function import FunctionModel
@@ -81,3 +86,39 @@ def test_a_tools_observation_is_storable_and_a_damaged_cached_result_runs_the_to
     assert asyncio.run(box.call("echo", "in")).cached  # the damaged row was replaced
     cache.close()
 
+
+
+# Every surrogate escape's spelling (either case of each hex digit), escaped backslashes
+# before a "u", and plain text: whatever JSON the text is, `loads` gives the walk's value.
+_SURROGATE_ESCAPES = st.sampled_from(["\\ud800", "\\uD8FF", "\\uDc00", "\\udfff", "\\uDBFF", "\\uDfFf"])
+_JSON_STRING_BODIES = st.lists(
+    _SURROGATE_ESCAPES | st.sampled_from(["\\\\ud800", "\\\\", "\\u00e9", "\\ud7ff", "\\ue000", "\\n", "a"])
+    | st.text(st.characters(exclude_characters='"\\', exclude_categories=("Cc",)), max_size=3),
+    max_size=6).map("".join)
+
+
+@given(keys=st.lists(_JSON_STRING_BODIES, max_size=3), values=st.lists(_JSON_STRING_BODIES, max_size=3))
+def test_loads_replaces_what_the_walk_replaces_whatever_the_escapes(keys: list[str], values: list[str]) -> None:
+    mapping = "{" + ", ".join(f'"{k}": 1' for k in keys) + "}"
+    text = "[" + ", ".join([*(f'"{v}"' for v in values), mapping]) + "]"
+    assert loads(text) == storable(json.loads(text))
+    assert not any(_SURROGATE_RE.search(s) for s in _strings(loads(text)))
+
+
+def test_loads_replaces_surrogates_given_as_escapes_in_either_case_or_as_text():
+    assert loads('["\\uD800", {"\\udFfF": "\\\\ud800"}, "a\\ud83d\\ude00"]') == [
+        "\ufffd", {"\ufffd": "\\ud800"}, "a\U0001f600"]  # a valid pair is the one character it encodes
+    assert loads('"x\ud800"') == "x\ufffd"
+    clean = '{"q": ["fine", 1], "e": "\\u00e9"}'
+    assert loads(clean) == json.loads(clean) == {"q": ["fine", 1], "e": "\u00e9"}
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    return [s for item in value for s in _strings(item)] if isinstance(value, list) else []

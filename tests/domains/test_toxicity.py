@@ -27,7 +27,13 @@ from veriloop.domains.toxicity import (
 )
 from veriloop.errors import DataFileError, VeriloopError
 from veriloop.tools import Observation, Tool, Toolbox, get_tool
-from veriloop.tools.toxicity import OfflineToxicity, PerspectiveToxicity, make_toxicity_tool
+from veriloop.tools.toxicity import (
+    OfflineToxicity,
+    PerspectiveToxicity,
+    _OfflineModel,
+    _sigmoid_folds,
+    make_toxicity_tool,
+)
 
 RTP = "toxicity/realtoxicityprompts_val.jsonl"
 KEY = "test-key-0123456789"
@@ -99,6 +105,28 @@ def test_offline_scores_agree_with_perspective_on_the_real_continuations(
     cov = sum((o - mean_o) * (t - mean_t) for o, t in pairs)
     corr = cov / math.sqrt(sum((o - mean_o) ** 2 for o in ours) * sum((t - mean_t) ** 2 for t in theirs))
     assert corr > 0.6
+
+
+def test_offline_probability_is_scikit_learns_predict_proba_exactly(shared_data: Path) -> None:
+    # The tool computes the calibrated probability from the folds' weights (without
+    # scikit-learn's per-fold input checks): equal to the last bit on real texts (80 here,
+    # as predict_proba takes 5 ms a text; bench/offline_toxicity.py compares 2000).
+    model = _OfflineModel.get()
+    assert model.folds is not None and len(model.folds) == 5
+    rows = [json.loads(line) for line in (shared_data / RTP).read_text(encoding="utf-8").splitlines()[:40]]
+    texts = [r[part]["text"] for r in rows for part in ("prompt", "continuation")] + [PROFANE, NEUTRAL, "zz " * 999]
+    features = [model.vectorizer.transform([text]) for text in texts]
+    assert [model._probability(f) for f in features] == [float(model.model.predict_proba(f)[0, 1]) for f in features]
+
+
+def test_an_offline_model_of_another_shape_is_asked_through_predict_proba(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _OfflineModel.get()
+    assert _sigmoid_folds(model.vectorizer) is None  # not a calibrated classifier at all
+    monkeypatch.setattr(model.model.calibrated_classifiers_[0], "method", "isotonic")
+    assert _sigmoid_folds(model.model) is None
+    monkeypatch.setattr(model, "folds", None)
+    features = model.vectorizer.transform([PROFANE])
+    assert model._probability(features) == float(model.model.predict_proba(features)[0, 1])
 
 
 def test_offline_model_loads_once_under_concurrent_first_use(offline: OfflineToxicity) -> None:

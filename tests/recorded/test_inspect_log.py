@@ -14,23 +14,25 @@ import re
 import subprocess
 import sys
 import zipfile
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import inspect_ai
 import pytest
 from helpers import ROOT, assert_one_line_error, read_trajectories, veriloop
-from inspect_ai import Task
-from inspect_ai.dataset import Sample
-from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
-from inspect_ai.model._providers.mockllm import MockLLM
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from veriloop.domains import get_domain
 from veriloop.errors import MissingExtra, VeriloopError
 from veriloop.recorded import inspect_log
 from veriloop.recorded.inspect_log import inspect_answers
+
+# inspect_ai is imported where it is used: at the top it cost every xdist worker 1 s of its
+# collection, for the one worker that runs this module (ONE_WORKER).
+if TYPE_CHECKING:
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import EvalLog
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.solver import Generate, Solver, TaskState
 
 # inspect_ai 0.3.285's own retry setup calls tenacity with a deprecated argument.
 pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
@@ -57,6 +59,9 @@ def ask(numbers: str) -> str:
 
 
 def dataset() -> list[Sample]:
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+
     return [
         Sample(id=1, input=ask("1 2 3 4"), metadata={"instance_id": "game24-r1"}),
         Sample(id=2, input=ask("2 3 4 5"), metadata={"instance_id": "game24-r2"}),
@@ -67,15 +72,23 @@ def dataset() -> list[Sample]:
     ]
 
 
-@solver
-def generate_with_epoch_seed() -> Solver:
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        return await generate(state, seed=state.epoch)
+@cache  # registers the solver once, under the name the module-level decorator gave it
+def epoch_seed_solver() -> Any:
+    from inspect_ai.solver import solver
 
-    return solve
+    @solver(name="generate_with_epoch_seed")
+    def generate_with_epoch_seed() -> Solver:
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            return await generate(state, seed=state.epoch)
+
+        return solve
+
+    return generate_with_epoch_seed
 
 
 def mock_reply(text: str | None) -> ModelOutput:
+    from inspect_ai.model import ModelOutput, ModelUsage
+
     output = ModelOutput.from_content("mockllm/model", text or "")
     output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
     return output
@@ -91,7 +104,11 @@ def by_puzzle_and_epoch(messages: list[Any], tools: Any, tool_choice: Any, confi
 
 
 def run_eval(log_dir: Path, outputs: Any, **options: Any) -> EvalLog:
-    task = Task(dataset=dataset(), solver=generate_with_epoch_seed(), name="game24_mock")
+    import inspect_ai
+    from inspect_ai import Task
+    from inspect_ai.model import get_model
+
+    task = Task(dataset=dataset(), solver=epoch_seed_solver()(), name="game24_mock")
     model = get_model("mockllm/model", custom_outputs=outputs)
     [log] = inspect_ai.eval(task, model=model, log_dir=str(log_dir), epochs=2, display="none",
                             fail_on_error=False, **options)
@@ -141,6 +158,8 @@ def test_each_sample_is_one_line_with_its_epochs_in_order(eval_log: Path):
 
 
 def test_the_errored_epoch_is_an_empty_reply(eval_log: Path):
+    from inspect_ai.log import read_eval_log
+
     errored = [(s.id, s.epoch) for s in read_eval_log(str(eval_log)).samples or [] if s.error is not None]
     assert errored == [("game24-r4", 1)]
     answers = dict(inspect_answers(eval_log))
@@ -148,6 +167,8 @@ def test_the_errored_epoch_is_an_empty_reply(eval_log: Path):
 
 
 def test_a_folder_and_the_json_format_read_alike(eval_log: Path, tmp_path: Path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
     as_json = tmp_path / "nested" / "game24_mock.json"
     as_json.parent.mkdir()
     write_eval_log(read_eval_log(str(eval_log)), str(as_json), format="json")
@@ -171,6 +192,8 @@ def test_the_replies_verify_as_the_mock_answered(eval_log: Path):
 
 
 def test_the_mock_models_default_output_is_a_wrong_answer(tmp_path: Path, inspect_home: Path):
+    from inspect_ai.model._providers.mockllm import MockLLM
+
     log = run_eval(tmp_path, lambda *_: mock_reply(MockLLM.default_output), limit=1)
     [(_, line)] = inspect_answers(Path(log.location))
     assert line["responses"] == ["Default output from mockllm/model"] * 2
@@ -182,6 +205,8 @@ def test_the_mock_models_default_output_is_a_wrong_answer(tmp_path: Path, inspec
 
 
 def test_an_unfinished_eval_is_refused_naming_the_file(eval_log: Path, tmp_path: Path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
     cancelled = tmp_path / "cancelled.eval"
     write_eval_log(read_eval_log(str(eval_log)).model_copy(update={"status": "cancelled"}), str(cancelled))
     with pytest.raises(VeriloopError, match=rf"^{re.escape(str(cancelled))}: the eval did not succeed "

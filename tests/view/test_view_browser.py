@@ -11,16 +11,27 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from playwright import sync_api
 from view_runs import FEEDBACK, HOSTILE, PROGRAM_QUESTION, PUZZLE, STEP_CHECKS, STEP_QUESTION, TOOL_CALLS, write_run
 
 from veriloop.stats.metrics import summarise
 from veriloop.view import data
 from veriloop.view.report import build
 
+if TYPE_CHECKING:
+    from playwright.sync_api import PlaywrightContextManager
+
 pytestmark = pytest.mark.browser
+
+
+def sync_playwright() -> PlaywrightContextManager:
+    # Imported when a test opens a browser: at the top, every xdist worker paid 0.25 s of its
+    # collection for tests that are out of the fast tier.
+    from playwright.sync_api import sync_playwright
+
+    return sync_playwright()
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +76,7 @@ def test_overview_of_a_real_run_and_a_scripted_one(tmp_path, chromium, smollm2_r
     groups: dict[tuple[str, str, int], list] = {}
     for source, t in loaded.trajectories:
         groups.setdefault((source.label, t.strategy, t.seed), []).append(t)
-    with sync_api.sync_playwright() as p:
+    with sync_playwright() as p:
         browser, page, seen = open_report(p, chromium, report)
         page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
         heads = page.locator("table.results thead th").all_text_contents()
@@ -96,7 +107,7 @@ def test_overview_of_a_real_run_and_a_scripted_one(tmp_path, chromium, smollm2_r
 def browser_page(run_dir, chromium, tmp_path):
     report = run_dir / "report.html"
     report.write_text(build([run_dir], references=False).html, encoding="utf-8")
-    with sync_api.sync_playwright() as p:
+    with sync_playwright() as p:
         browser, page, seen = open_report(p, chromium, report)
         yield page, report, seen
         page.screenshot(path=str(tmp_path / "last.png"), full_page=True)
@@ -209,7 +220,7 @@ def timeline_order(trajectory) -> list[str]:
 def test_tool_calls_and_step_checks_are_shown(tmp_path, chromium, checked_dir, checked):
     report = checked_dir / "report.html"
     report.write_text(build([checked_dir], references=False).html, encoding="utf-8")
-    with sync_api.sync_playwright() as p:
+    with sync_playwright() as p:
         browser, page, seen = open_report(p, chromium, report)
         page.goto(f"{report.as_uri()}#view=t&t={index_of(page, 'critic:', PROGRAM_QUESTION.id)}")
         page.wait_for_selector(".round")
@@ -256,7 +267,7 @@ def test_a_calls_reasoning_and_what_was_sent_are_shown_folded(tmp_path, chromium
         update={"calls": [first, *played["sound"].calls[1:]]})])
     report = run / "report.html"
     report.write_text(build([run], references=False).html, encoding="utf-8")
-    with sync_api.sync_playwright() as p:
+    with sync_playwright() as p:
         browser, page, seen = open_report(p, chromium, report)
         page.goto(f"{report.as_uri()}#view=t&t=0")
         page.wait_for_selector(".round")

@@ -98,6 +98,7 @@ class _OfflineModel:
         # The calibrated classifier is five folds of one linear SVM; their mean weight
         # per feature says which words raise the score (the calibration is monotone).
         self.weights = np.mean([c.estimator.coef_[0] for c in self.model.calibrated_classifiers_], axis=0)
+        self.folds = _sigmoid_folds(self.model)
 
     @classmethod
     def get(cls) -> _OfflineModel:
@@ -109,12 +110,49 @@ class _OfflineModel:
 
     def score(self, text: str) -> tuple[float, list[str]]:
         features = self.vectorizer.transform([text])
-        toxicity = float(self.model.predict_proba(features)[0, 1])
+        toxicity = self._probability(features)
         pushes = features.data * self.weights[features.indices]
         order = sorted(range(len(pushes)), key=lambda i: -pushes[i])
         # Only words with a real pull are named; weak positives are mostly noise.
         terms = [str(self.features[features.indices[i]]) for i in order[:3] if pushes[i] >= 0.5]
         return toxicity, terms
+
+
+    def _probability(self, features: Any) -> float:
+        """The model's predict_proba(features)[0, 1], computed as scikit-learn computes it
+        (each fold's decision value, its sigmoid, their mean) without the input validation
+        scikit-learn repeats for each fold: that was nine tenths of a score's time (5 ms)."""
+        if self.folds is None:
+            return float(self.model.predict_proba(features)[0, 1])
+        import numpy as np
+        from scipy.special import expit
+
+        total = np.zeros(1)
+        for coef_t, intercept, a, b in self.folds:
+            decision = (features @ coef_t + intercept).reshape(-1)
+            total += expit(-(a * decision + b))
+        total /= len(self.folds)
+        return float(total[0])
+
+
+def _sigmoid_folds(model: Any) -> list[tuple[Any, Any, Any, Any]] | None:
+    """Each fold's (coef.T, intercept, a, b) when `model` is what alt-profanity-check ships:
+    a binary CalibratedClassifierCV of linear SVMs with sigmoid calibration. None for any
+    other model: it is then asked through predict_proba."""
+    from sklearn.calibration import CalibratedClassifierCV, _SigmoidCalibration
+    from sklearn.svm import LinearSVC
+
+    if not isinstance(model, CalibratedClassifierCV) or list(model.classes_) != [0, 1]:
+        return None
+    folds = []
+    for fold in model.calibrated_classifiers_:
+        estimator, calibrators = fold.estimator, fold.calibrators
+        if (type(estimator) is not LinearSVC or fold.method != "sigmoid" or len(calibrators) != 1
+                or type(calibrators[0]) is not _SigmoidCalibration or list(fold.classes) != [0, 1]
+                or list(estimator.classes_) != [0, 1] or estimator.coef_.shape[0] != 1):
+            return None
+        folds.append((estimator.coef_.T, estimator.intercept_, calibrators[0].a_, calibrators[0].b_))
+    return folds
 
 
 def _package_version(name: str) -> str:

@@ -36,12 +36,20 @@ EXAMPLES = {
 }
 
 
+@pytest.fixture(scope="module")
+def answers(wire_json: st.SearchStrategy[object], mutated: Any) -> dict[str, st.SearchStrategy[object]]:
+    """Each provider's answers, built once: a strategy built inside an example was built and
+    validated again for each of its 100 examples (two thirds of the module's time); the
+    examples drawn are the same."""
+    return {prefix: st.one_of(wire_json, mutated(EXAMPLES[prefix])) for prefix in NATIVE}
+
+
 @pytest.mark.parametrize("prefix", NATIVE)
 @given(data=st.data())
 def test_replies_raise_only_damaged_wrong_shape_or_a_veriloop_error(
-        prefix: str, wire_json: st.SearchStrategy[object], mutated: Any, data: st.DataObject) -> None:
+        prefix: str, answers: dict[str, st.SearchStrategy[object]], data: st.DataObject) -> None:
     provider: Provider = PROVIDERS[prefix]("some-model", "low")
-    answer = data.draw(st.one_of(wire_json, mutated(EXAMPLES[prefix])))
+    answer = data.draw(answers[prefix])
     count = data.draw(st.integers(1, 3)) if PROVIDERS[prefix].supports.n else 1
     # The unmutated examples parse (so the mutations start from answers that are read whole).
     assert provider.replies(EXAMPLES[prefix], 1, GenParams(logprobs=True))
