@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 from .errors import DataFileError
-from .records import storable
+from .records import storable, storable_text
+
+# A JSON escape of a code point from U+D800 to U+DFFF (json reads only a lower-case "u").
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 # A run's config.json is a few kilobytes; one larger than this is not a run's.
 MAX_CONFIG = 1 << 20
@@ -138,7 +142,12 @@ def loads(text: str) -> Any:
     """`json.loads`, with nesting too deep to parse a JSONDecodeError like other bad JSON,
     and the value made storable."""
     try:
-        return storable(json.loads(text))
+        value = json.loads(text)
+        # A lone surrogate in a parsed value comes from the text: from one of its own
+        # characters or a `\\ud800`-style escape. Text with neither (nearly all) skips the walk.
+        if storable_text(text)[1] == 0 and _SURROGATE_ESCAPE.search(text) is None:
+            return value
+        return storable(value)
     except RecursionError:
         raise json.JSONDecodeError("arrays or objects nested too deeply", text, _deepest_offset(text)) from None
 
