@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import cache, lru_cache
-from math import gcd
 from itertools import combinations, combinations_with_replacement
+from math import gcd
 
 TARGET = Fraction(24)
 MIN_NUMBER = 1
