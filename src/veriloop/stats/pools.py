@@ -137,16 +137,13 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
     # positions x up to 15 answers, 2500 times) 9 of its 14 s.
     count, width = len(subsets), len(heads) + 1
     rows = np.arange(count)
-    cells = (rows[:, None] * width + clusters[subsets]).ravel()  # row-major: position by position
-    votes = np.bincount(cells, minlength=count * width).reshape(count, width)[:, :-1]
-    first = np.full(count * width, k, dtype=np.intp)  # where each cluster first appears (k: absent)
-    np.minimum.at(first, cells, np.tile(np.arange(k, dtype=np.intp), count))
-    first = first.reshape(count, width)[:, :-1]
-    # More votes win; among equal votes the earlier first appearance (absent clusters lose).
-    winner = (votes * (k + 1) - first).argmax(axis=1)
-    position = first[rows, winner]
-    # A subset with no readable answer has no winner: it answers with its first round.
-    chosen = np.where(votes.max(axis=1) > 0, subsets[rows, np.minimum(position, k - 1)], subsets[:, 0])
+    members = clusters[subsets]
+    votes = np.bincount((rows[:, None] * width + members).ravel(), minlength=count * width).reshape(count, width)
+    votes[:, -1] = 0  # unreadable answers get no vote
+    # Each position holds its cluster's votes; the first position holding the most is the
+    # winner's first appearance (more votes win, equal votes go to the earlier answer). A
+    # subset with no readable answer is all zeros: it answers with its first round.
+    chosen = subsets[rows, votes[rows[:, None], members].argmax(axis=1)]
     return float(right[chosen].mean())
 
 
