@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,6 +51,27 @@ def test_storable_replaces_each_lone_surrogate_and_keeps_what_needs_nothing():
     for _ in range(5000):
         inner = inner[0]
     assert inner == ["\ufffd"]
+
+
+def test_storable_finds_a_surrogate_however_deep_or_non_ascii_its_neighbours():
+    clean = {"é": ["ü", ("ø", 1, 2.5, None, True)], 3: {"x": "中"}}
+    assert storable(clean) is clean
+    assert storable({"a": [{"b": ("é", "ok\udfff")}]}) == {"a": [{"b": ("é", "ok\ufffd")}]}
+    assert storable({3: {"é\ud800": "x"}}) == {3: {"é\ufffd": "x"}}
+    assert storable_text("é") == ("é", 0)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"a": "\\ud800"}', {"a": "\ufffd"}),  # a lone escape
+    ('["\\uDC00x", "\\uDbFf"]', ["\ufffdx", "\ufffd"]),  # upper-case hex digits
+    ('{"k\\udfff": 1}', {"k\ufffd": 1}),  # in a key
+    ('["\\ud83d\\ude00"]', ["\U0001f600"]),  # a pair is the one character it encodes
+    ('["\\\\ud800"]', ["\\ud800"]),  # an escaped backslash, then text
+    ('["\ud800"]', ["\ufffd"]),  # the text's own character
+    ('{"a": ["é", 1, null]}', {"a": ["é", 1, None]}),
+])
+def test_a_data_files_json_is_made_storable_whichever_way_the_surrogate_came(text, expected):
+    assert loads(text) == expected
 
 
 def test_every_completion_is_storable_whoever_built_it():

@@ -54,9 +54,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def storable_text(text: str) -> tuple[str, int]:
     """`text` with each lone surrogate replaced by U+FFFD, and how many were replaced."""
-    if _SURROGATE.search(text) is None:
+    # isascii reads a flag CPython keeps on every string: most text is settled without a scan.
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text, 0
     return _SURROGATE.subn("\ufffd", text)
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in `value` (dict keys and values, list and tuple items)
+    holds a lone surrogate. One pass with no copying: nearly every value has none, and
+    `storable` rebuilds only those that do."""
+    stack = [value]
+    search = _SURROGATE.search
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii() and search(node) is not None:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
 
 
 def storable(value: Any) -> Any:
@@ -65,7 +85,7 @@ def storable(value: Any) -> Any:
     own object), and values of other types are kept as they are."""
     if isinstance(value, str):
         return storable_text(value)[0]
-    if not isinstance(value, dict | list | tuple):
+    if not isinstance(value, dict | list | tuple) or not _holds_surrogate(value):
         return value
     # Walked with a stack of its own, not recursion: data may nest as deep as JSON allows.
     stack: list[tuple[Any, list[Any], list[Any]]] = [(value, _children(value), [])]
@@ -154,7 +174,7 @@ class VerdictError(BaseModel):
     @classmethod
     def _storable(cls, value: str | None) -> str | None:
         # A check is the user's code: its words enter here, and go into records and prompts.
-        return None if value is None else storable_text(value)[0]
+        return value if value is None or value.isascii() else storable_text(value)[0]
 
 
 class Candidate(BaseModel):

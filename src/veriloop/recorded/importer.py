@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..datafiles import MAX_CONFIG, CappedReadError, loads, read_capped
-from ..domains.base import Domain
+from ..domains.base import Domain, SoundlyScored
 from ..errors import VeriloopError
 from ..files import write_file
 from ..records import CallRecord, Instance, Message, RoundRecord, Trajectory
@@ -66,13 +66,17 @@ def trajectory_of(domain: Domain, instance: Instance, line: AnswerLine) -> Traje
     t = Trajectory(strategy=line.condition, domain=domain.name, model=line.model, instance_id=instance.id, seed=0)
     base: list[Message] = list(line.messages) if line.messages else domain.prompt(instance)
     history = list(base)
+    sound = type(domain).score is SoundlyScored.score
     for i, text in enumerate(line.responses):
         t.calls.append(CallRecord(
             role="generate", round=i + 1, sample_index=0 if line.feedback else i, messages=history, response=text,
             finish_reason=RECORDED, prompt_tokens=0, completion_tokens=0, seconds=0.0, cached=False,
         ))
+        verdict = domain.verify(instance, text)
+        # A soundly scored domain's score is its verify's verdict: not checked twice.
+        correct = verdict.ok if sound else domain.score(instance, text)
         t.rounds.append(RoundRecord(round=i + 1, text=text, answer=domain.extract_answer(instance, text),
-                                    verdict=domain.verify(instance, text), correct=domain.score(instance, text)))
+                                    verdict=verdict, correct=correct))
         # With feedback the attempts are a conversation; without, each is a fresh sample of the base prompt.
         if i < len(line.feedback):
             history = [*history, {"role": "assistant", "content": text}, {"role": "user", "content": line.feedback[i]}]

@@ -130,6 +130,9 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
     if len(correct) != n:
         raise ValueError("one correctness per answer")
     _check_k(n, k)
+    if not any(correct) or all(correct):
+        # Whatever every vote picks is wrong (right): the mean is exactly 0.0 (1.0).
+        return float(bool(correct[0]))
     heads = list(dict.fromkeys(a for a in answers if a is not None))
     # An unreadable answer is cluster len(heads): one column past the readable ones, dropped.
     clusters = np.array([len(heads) if a is None else heads.index(a) for a in answers], dtype=np.intp)
@@ -142,16 +145,13 @@ def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> 
     # positions x up to 15 answers, 2500 times) 9 of its 14 s.
     count, width = len(subsets), len(heads) + 1
     rows = np.arange(count)
-    cells = (rows[:, None] * width + clusters[subsets]).ravel()  # row-major: position by position
-    votes = np.bincount(cells, minlength=count * width).reshape(count, width)[:, :-1]
-    first = np.full(count * width, k, dtype=np.intp)  # where each cluster first appears (k: absent)
-    np.minimum.at(first, cells, np.tile(np.arange(k, dtype=np.intp), count))
-    first = first.reshape(count, width)[:, :-1]
-    # More votes win; among equal votes the earlier first appearance (absent clusters lose).
-    winner = (votes * (k + 1) - first).argmax(axis=1)
-    position = first[rows, winner]
-    # A subset with no readable answer has no winner: it answers with its first round.
-    chosen = np.where(votes.max(axis=1) > 0, subsets[rows, np.minimum(position, k - 1)], subsets[:, 0])
+    members = clusters[subsets]
+    votes = np.bincount((rows[:, None] * width + members).ravel(), minlength=count * width).reshape(count, width)
+    votes[:, -1] = 0  # unreadable answers get no vote
+    # Each position holds its cluster's votes; the first position holding the most is the
+    # winner's first appearance (more votes win, equal votes go to the earlier answer). A
+    # subset with no readable answer is all zeros: it answers with its first round.
+    chosen = subsets[rows, votes[rows[:, None], members].argmax(axis=1)]
     return float(right[chosen].mean())
 
 
@@ -185,14 +185,23 @@ def first_k(correct: Sequence[bool], k: int) -> bool:
 
 def pool_value(metric: Metric, rounds: Sequence[RoundRecord], k: int) -> float:
     """One instance's value of `metric` at k, from its rounds in order."""
+    return pool_values(metric, rounds, [k])[0]
+
+
+def pool_values(metric: Metric, rounds: Sequence[RoundRecord], ks: Iterable[int]) -> list[float]:
+    """One instance's values of `metric` at each k of `ks` (`pool_value`'s), reading the
+    rounds once for all of them."""
     correct = [r.correct for r in rounds]
     if metric == "first@k":
-        return float(first_k(correct, k))
+        return [float(first_k(correct, k)) for k in ks]
     if metric == "pass@k":
-        return pass_at_k(len(rounds), sum(correct), k)
+        c = sum(correct)
+        return [pass_at_k(len(rounds), c, k) for k in ks]
     if metric == "maj@k":
-        return maj_at_k([answer_key(r.answer) for r in rounds], correct, k)
-    return best_of_k([_rank(r) for r in rounds], correct, k)
+        keys = [answer_key(r.answer) for r in rounds]
+        return [maj_at_k(keys, correct, k) for k in ks]
+    ranks = [_rank(r) for r in rounds]
+    return [best_of_k(ranks, correct, k) for k in ks]
 
 
 # ---------------------------------------------------------------------------- curves
@@ -255,7 +264,9 @@ def _intervals(values: NDArray[np.float64]) -> tuple[list[float], list[float]]:
 def _curve(metric: Metric, pools: Sequence[Sequence[RoundRecord]], ks: range) -> PoolCurve:
     import numpy as np
 
-    values = np.array([[pool_value(metric, rounds, k) for rounds in pools] for k in ks], dtype=np.float64)
+    by_pool = [pool_values(metric, rounds, ks) for rounds in pools]
+    # Rows k, columns instances, laid out as a list of rows would be: a mean's rounding follows the layout.
+    values = np.array([[row[i] for row in by_pool] for i in range(len(ks))], dtype=np.float64)
     low, high = _intervals(values)
     return PoolCurve(metric=metric, k=list(ks), values=[float(v) for v in values.mean(axis=1)], ci_low=low,
                      ci_high=high, n_instances=len(pools), pool_size=ks.stop - 1)

@@ -5,6 +5,7 @@ writes (`V: ColorJ` lines). The patterns are shared with the critique reader."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 STRIP_MARKUP = str.maketrans({"*": None, "`": None, "_": None})
 NUMBER = r"(\d{1,6})(?!\d)"
@@ -22,7 +23,14 @@ _PAIR_RE = re.compile(
 
 
 def colour_statements(text: str) -> list[tuple[int, int]]:
-    return [(int(m.group(1)), int(m.group(2))) for m in _PAIR_RE.finditer(text.translate(STRIP_MARKUP))]
+    return list(_statements(text))
+
+
+@lru_cache(maxsize=64)
+def _statements(text: str) -> tuple[tuple[int, int], ...]:
+    # Cached: one reply is read by extract_answer, verify and score in turn (an import of
+    # the authors' colouring runs read each of its replies three times).
+    return tuple((int(m.group(1)), int(m.group(2))) for m in _PAIR_RE.finditer(text.translate(STRIP_MARKUP)))
 
 
 def parse_assignment(text: str) -> dict[int, int]:
