@@ -23,19 +23,19 @@ Run: python bench/command_cpu.py --baseline-src DIR [--rounds 7]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from chat_standin import send_json, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "x",
@@ -47,12 +47,7 @@ REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "x",
 class _Replies(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = json.dumps(REPLY).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, REPLY)
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -61,14 +56,8 @@ class _Replies(BaseHTTPRequestHandler):
 @contextmanager
 def standin() -> Iterator[str]:
     """A chat completions server on 127.0.0.1; its /v1 URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Replies)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Replies) as url:
+        yield url
 
 
 def commands(url: str, work: Path) -> dict[str, list[str]]:

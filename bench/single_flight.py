@@ -40,8 +40,10 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from chat_standin import send_json, serving
 
 # What tests/servers.py's instant server answers: a step, a program, an answer and a verdict.
 REPLY = "Step 1: 3 + 4 = 7.\nanswer = 7\nAnswer: 7\nVerdict: correct"
@@ -60,16 +62,11 @@ class _Scripted(BaseHTTPRequestHandler):
             self.bodies.append(canonical)
         spread = int.from_bytes(hashlib.sha256(canonical.encode()).digest()[:2], "big") / 65536
         time.sleep(self.latency * (0.5 + spread))  # this request's own thread: requests in flight overlap
-        data = json.dumps({
+        send_json(self, {
             "id": "scripted", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        })
 
     def log_message(self, *args: object) -> None:
         pass
@@ -78,16 +75,8 @@ class _Scripted(BaseHTTPRequestHandler):
 @contextmanager
 def _server(latency: float) -> Iterator[str]:
     _Scripted.latency = latency
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Scripted) as url:
+        yield url
 
 
 @dataclass
