@@ -7,7 +7,7 @@ the call is one HumanEval verdict instead: the hidden tests of HumanEval/53 agai
 canonical solution (the harness, its worker interpreter, seven tests), the run's cache
 left out.
 
-- "before": the sandbox at git revision 6909fbe (its src/ extracted to a temporary
+- "before": the sandbox at git revision 4c8b027 (its src/ extracted to a temporary
   directory), or any other src/ given with --baseline-src;
 - "after": this checkout's src/.
 
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE_REV = "6909fbe"
+BASELINE_REV = "4c8b027"
 
 # Runs in the child: `n` timed calls after two untimed ones; the wall seconds of each and
 # the CPU seconds its processes used (reaped descendants: launcher, PID 1, program), as JSON.

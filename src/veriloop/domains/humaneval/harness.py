@@ -174,8 +174,9 @@ def _decode(data, depth=0):
 
 
 def _json_text(data):
-    """JSON for the worker's replies, written without the json module (whose import the
-    worker's start would pay): only what `_encode` and the replies hold."""
+    """JSON for the worker's replies and the harness's report, written without the json
+    module (whose import each run would pay): only what `_encode`, the replies and the
+    report hold."""
     kind = type(data)
     if data is None:
         return "null"
@@ -353,14 +354,15 @@ def serve():
 
 # ---------------------------------------------------------------------- the harness's side
 # The worker is sent this file up to the line above; what only the harness needs is imported here.
+# Not json, base64, traceback or signal: with re, enum and collections they cost a verdict
+# about 5 ms of CPU; the C parts they wrap (_json, binascii, _signal) are enough here.
+import _signal  # noqa: E402
 import ast  # noqa: E402
-import base64  # noqa: E402
+import binascii  # noqa: E402
 import ctypes  # noqa: E402
-import json  # noqa: E402
 import operator  # noqa: E402
-import signal  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
+from _json import make_scanner  # noqa: E402
 
 _OPS = {
     "Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
@@ -373,10 +375,11 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 _PLAIN = ("only plain values are compared: None, bool, int, float, complex, str, bytes, and lists, tuples, "
           "dicts and sets of them")
 
-# The worker's first code: reads the worker's part of this file from its request pipe
-# (fd 0) and serves. A string, because the worker is a fresh interpreter given only `-c`.
+# The worker's first code: reads the worker's part of this file, compiled by veriloop
+# (marshalled bytecode: the worker does not compile it on every run), from its request
+# pipe (fd 0) and serves. A string, because the worker is a fresh interpreter given only `-c`.
 _BOOT = (
-    "import os\n"
+    "import marshal, os\n"
     "def take(n):\n"
     "    data = b''\n"
     "    while len(data) < n:\n"
@@ -386,7 +389,7 @@ _BOOT = (
     "        data += chunk\n"
     "    return data\n"
     "scope = {'__name__': '__veriloop_worker__'}\n"
-    "exec(compile(take(int(take(12))).decode('utf-8'), '<harness>', 'exec'), scope)\n"
+    "exec(marshal.loads(take(int(take(12)))), scope)\n"
     "scope['serve']()\n"
 )
 
@@ -422,10 +425,27 @@ def _send(fd, message):
     _frame(fd, marshal.dumps(message))
 
 
+class _Strict:
+    """json.loads' settings, for the C scanner alone."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+_scan = make_scanner(_Strict())
+
+
 def _receive(fd):
-    """The worker's next message: a JSON object, or ValueError."""
-    message = json.loads(_message(fd).decode("ascii"))
-    if type(message) is not dict:
+    """The worker's next message: a JSON object (parsed as data only, with nothing around
+    it: `_reply` writes none), or ValueError."""
+    text = _message(fd).decode("ascii")
+    try:
+        message, end = _scan(text, 0)
+    except StopIteration:
+        raise ValueError("not a message") from None
+    if end != len(text) or type(message) is not dict:
         raise ValueError("not a message")
     return message
 
@@ -435,7 +455,7 @@ def _guard():
     opened through /proc by a process of its uid, and an interrupt ends it (a signal a
     worker sends makes the run fail, it cannot turn into a test's exception)."""
     _prctl(_PR_SET_DUMPABLE, 0)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 
 
 def _prctl(option, value):
@@ -449,6 +469,8 @@ def _prctl(option, value):
 
 def _ended(status):
     if os.WIFSIGNALED(status):
+        import signal  # only for a worker that was killed: its import costs a verdict 4 ms
+
         number = os.WTERMSIG(status)
         try:
             name = signal.Signals(number).name
@@ -478,7 +500,7 @@ class _Remote:
             raise
         if pid == 0:
             try:
-                _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+                _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
                 os.setpgid(0, 0)
                 os.dup2(request_r, 0)
                 os.dup2(reply_w, 1)
@@ -493,7 +515,7 @@ class _Remote:
         os.close(reply_w)
         self.pid, self.requests, self.replies = pid, request_w, reply_r
         try:
-            _frame(request_w, self.config["worker"].encode("utf-8"))
+            _frame(request_w, self.config["worker"])
             _send(request_w, {"context": self.config.get("context", ""), "code": self.config["code"],
                               "entry_point": self.config["entry_point"], "field_chars": self.field,
                               "path": list(sys.path)})
@@ -518,11 +540,11 @@ class _Remote:
                 except OSError:
                     pass
             try:
-                os.killpg(self.pid, signal.SIGKILL)
+                os.killpg(self.pid, _signal.SIGKILL)
             except OSError:
                 pass
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self.pid, _signal.SIGKILL)
             except OSError:
                 pass
             try:
@@ -658,7 +680,7 @@ class Harness:
         self.tests = []
         self.assigned = set()
         self.source_lines = []
-        signal.signal(signal.SIGALRM, _alarm)
+        _signal.signal(_signal.SIGALRM, _alarm)
 
     # ------------------------------------------------------------------ helpers
 
@@ -682,19 +704,20 @@ class Harness:
         saved = sys.stdout
         sys.stdout = out
         # Re-armed every 50 ms: a test that swallows one alarm meets the next.
-        signal.setitimer(signal.ITIMER_REAL, min(self.test_seconds, remaining), 0.05)
+        _signal.setitimer(_signal.ITIMER_REAL, min(self.test_seconds, remaining), 0.05)
         try:
             return run()
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
             sys.stdout = saved
 
     def test_line(self, tb, table):
         """What to show for the test an exception came from: its assert, else its line."""
         found = None
-        for frame, lineno in traceback.walk_tb(tb):
-            if frame.f_code.co_filename == "<tests>":
-                found = lineno
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<tests>":
+                found = tb.tb_lineno
+            tb = tb.tb_next
         if found is None:
             return None
         for entry in table:
@@ -945,7 +968,7 @@ def _same_value(value, want):
 
 
 def main(payload):
-    config = json.loads(base64.b64decode(payload).decode("utf-8"))
+    config = marshal.loads(binascii.a2b_base64(payload))
     _guard()
     harness = Harness(config)
     try:
@@ -962,4 +985,4 @@ def main(payload):
         else:
             reported.append({"ok": False, "kind": test.get("kind"), "test": test.get("test")})
     report["tests"] = reported
-    return json.dumps(report)
+    return _json_text(report)
