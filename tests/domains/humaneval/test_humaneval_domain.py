@@ -236,3 +236,33 @@ def test_a_functions_own_timeout_error_is_its_failure_not_the_budgets(domain):
     assert [e.kind for e in verdict.errors] == ["exception"] * 6
     assert verdict.errors[0].message == (
         "assert add(0, 1) == 1 raised TimeoutError: too slow (at line 2 of the function: raise TimeoutError('too slow'))")
+
+
+def test_a_check_run_loads_none_of_the_heavy_modules_in_the_harness():
+    # The test module's own code runs in the harness's process: what it sees loaded there
+    # is what every verdict paid for (json, base64, traceback, signal, ast: about 11 ms of CPU).
+    tests = ("import sys\n"
+             "LOADED = sorted(m for m in ('ast', 'json', 'base64', 'traceback', 'signal', 're', 'enum') if m in sys.modules)\n"
+             "def check(candidate):\n"
+             "    assert [candidate(0, 0)] + LOADED == [0]\n"
+             "    assert candidate(2, 3) == 5\n")
+    run = runner_module.TestRunner().run(ADD.data["prompt"], "def add(x, y):\n    return x + y", "add", "check", tests)
+    assert [(t.ok, t.message) for t in run.tests] == [(True, None), (True, None)]
+
+
+def test_the_harness_plans_the_tests_itself_as_this_process_does(monkeypatch):
+    wrong = "def has_close_elements(numbers, threshold):\n    print('checked', len(numbers))\n    return numbers[5] > 2"
+    args = (CLOSE.data["prompt"], wrong, CLOSE.data["entry_point"], "check", CLOSE.data["test"])
+    planned = runner_module.TestRunner().run(*args)
+    monkeypatch.setattr(runner_module, "check_plan", lambda tests, entry_point: None)
+    unplanned = runner_module.TestRunner().run(*args)
+    assert (unplanned.defined, unplanned.problem, unplanned.tests) == (planned.defined, planned.problem, planned.tests)
+    assert [t.kind for t in planned.tests] == [
+        None, "wrong_output", "exception", "exception", "wrong_output", "exception", "exception"]
+
+
+def test_a_test_module_without_check_is_the_harness_error_not_the_candidates():
+    run = runner_module.TestRunner().run(ADD.data["prompt"], "def add(x, y):\n    return x + y", "add", "check",
+                                         "def helper():\n    pass\n")
+    assert (run.defined, run.problem, run.tests) == (
+        True, ("harness", "the test module has no check(candidate) function"), ())

@@ -3,8 +3,11 @@
 This file is never run in veriloop's own process: `runner.py` hands its source to
 `tools.sandbox.run_python` as the prelude (compiled once there, run first in the
 program's namespace) of a one-line program that calls `main` with the payload (base64 of
-JSON, the worker's part of this file among it: its source up to the line that opens the
-harness's side), whose variable `answer` brings the report back (JSON).
+marshal; the worker's part of this file among it, its source up to the line that opens
+the harness's side, as bytecode compiled there), whose variable `answer` brings the
+report back (JSON). veriloop's process imports it only for `check_plan`, which parses
+and compiles HumanEval's own test module (never runs it) so that a "check" run here
+needs no ast.
 
 Two processes inside the sandbox. The harness (the program's own process, trusted) runs
 the problem's prompt (its imports and helpers) and the tests; it never runs the
@@ -53,7 +56,9 @@ names; an exception is reported by its last line and the candidate's line it cam
 
 Invariants:
 - Standard library only, imported at the top of each part: the worker's part imports
-  only what starts fast (its start is paid on every run), the harness's side the rest.
+  only what starts fast (its start is paid on every run), the harness's side what starts
+  fast too (the C modules under json, base64 and signal), and ast, signal and json.decoder
+  only on the paths that need them (tests parsed here, a killed worker, a malformed reply).
 - No triple backquote anywhere in this file: the sandbox would read one as a fenced block.
 - The report is bounded (`max_reported` failing tests in full, each field cut to
   `field_chars`), so it fits the sandbox's `answer`.
@@ -355,9 +360,10 @@ def serve():
 # ---------------------------------------------------------------------- the harness's side
 # The worker is sent this file up to the line above; what only the harness needs is imported here.
 # Not json, base64, traceback or signal: with re, enum and collections they cost a verdict
-# about 5 ms of CPU; the C parts they wrap (_json, binascii, _signal) are enough here.
+# about 5 ms of CPU; the C parts they wrap (_json, binascii, _signal) are enough here. ast
+# (6 ms) only where the tests are parsed here: a "check" run gets them parsed and compiled
+# (`check_plan`, in veriloop's process).
 import _signal  # noqa: E402
-import ast  # noqa: E402
 import binascii  # noqa: E402
 import ctypes  # noqa: E402
 import operator  # noqa: E402
@@ -434,7 +440,7 @@ class _Strict:
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
 
 
-_scan = make_scanner(_Strict())
+_scan = make_scanner(_Strict())  # type: ignore[arg-type]  # typeshed types the context as a scanner
 
 
 def _receive(fd):
@@ -621,32 +627,80 @@ def _relayed(raised, field):
     return exc
 
 
-class _Asserts(ast.NodeTransformer):
-    """Every assert becomes a call that says what failed; `table` keeps what to show."""
+def _asserts(rename, table):
+    """A transformer that makes every assert a call that says what failed; `table` keeps what to show."""
+    import ast
 
-    def __init__(self, rename, table):
-        self.rename, self.table = rename, table
+    class Asserts(ast.NodeTransformer):
+        def visit_Assert(self, node):
+            index = len(table)
+            shown = ast.Assert(test=node.test, msg=None)
+            test = node.test
+            names = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name)})
+            if isinstance(test, ast.Compare) and len(test.ops) == 1:
+                op = type(test.ops[0]).__name__
+                call = ast.Call(ast.Name(_COMPARE, ast.Load()),
+                                [ast.Constant(index), ast.Constant(op), test.left, test.comparators[0]], [])
+            else:
+                op = None
+                call = ast.Call(ast.Name(_TRUTH, ast.Load()), [ast.Constant(index), test], [])
+            table.append({
+                "shown": _display(shown, rename), "op": op, "names": names,
+                "lines": (node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno),
+            })
+            return ast.copy_location(ast.Expr(call), node)
 
-    def visit_Assert(self, node):
-        index = len(self.table)
-        shown = ast.Assert(test=node.test, msg=None)
-        test = node.test
-        names = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name)})
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            op = type(test.ops[0]).__name__
-            call = ast.Call(ast.Name(_COMPARE, ast.Load()),
-                            [ast.Constant(index), ast.Constant(op), test.left, test.comparators[0]], [])
-        else:
-            op = None
-            call = ast.Call(ast.Name(_TRUTH, ast.Load()), [ast.Constant(index), test], [])
-        self.table.append({
-            "shown": _display(shown, self.rename), "op": op, "names": names,
-            "lines": (node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno),
-        })
-        return ast.copy_location(ast.Expr(call), node)
+    return Asserts()
+
+
+def _steps(statements, rename, is_test, compiled):
+    """Each statement as a step (testing, shown, table, code): its asserts rewritten, its
+    code compiled when `compiled`, else its module, compiled when the step runs (a step
+    that does not compile fails only when reached, as it always did)."""
+    import ast
+
+    steps = []
+    for statement in statements:
+        testing = is_test(statement)
+        shown = _first_line(_display(statement, rename))  # before the rewrite, which changes compound statements
+        table = []
+        module = ast.fix_missing_locations(_asserts(rename, table).visit(ast.Module([statement], [])))
+        if isinstance(statement, ast.Assert):
+            shown = table[0]["shown"]
+        steps.append((testing, shown, table, _compile(module) if compiled else module))
+    return steps
+
+
+def _compile(module):
+    # optimize=0, the sandbox's own level, also where veriloop's process compiles (check_plan).
+    return compile(module, "<tests>", "exec", optimize=0)
+
+
+def check_plan(source, entry_point, compiled=False):
+    """What a "check" run needs that no candidate changes: HumanEval's test module
+    `source` parsed, its setup and `check`'s steps (`_steps`) with their asserts
+    rewritten. veriloop's process makes it once per test module (`compiled`: parses and
+    compiles, never runs; the sandbox then needs no ast); the harness makes it itself
+    when it got none. Raises what parsing raises, _HarnessError without check(candidate)."""
+    import ast
+
+    tree = ast.parse(source)
+    checks = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
+    if not checks or not checks[-1].args.args:
+        raise _HarnessError("the test module has no check(candidate) function")
+    check = checks[-1]
+    param = check.args.args[0].arg
+    setup = _compile(ast.Module([s for s in tree.body if s is not check], []))
+    assigned = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned.discard(param)
+    steps = _steps(check.body, (param, entry_point),
+                   lambda s: any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(s)), compiled)
+    return {"lines": source.splitlines(), "param": param, "setup": setup, "assigned": assigned, "steps": steps}
 
 
 def _display(node, rename):
+    import ast
+
     text = ast.unparse(node)
     if rename:
         old, new = rename
@@ -656,6 +710,9 @@ def _display(node, rename):
                 n.id = new
         text = ast.unparse(tree)
     return text
+
+
+_CODE = type(_display.__code__)
 
 
 def _compare(index, op, left, right):
@@ -843,50 +900,39 @@ class Harness:
         return report
 
     def run_check(self, ns):
-        source = self.config["tests"]
-        self.source_lines = source.splitlines()
-        tree = ast.parse(source)
-        checks = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
-        if not checks or not checks[-1].args.args:
-            raise _HarnessError("the test module has no check(candidate) function")
-        check = checks[-1]
-        param = check.args.args[0].arg
-        setup = compile(ast.Module([s for s in tree.body if s is not check], []), "<tests>", "exec")
+        plan = self.config.get("plan") or check_plan(self.config["tests"], self.entry)
+        self.source_lines = plan["lines"]
+        setup = plan["setup"]
         try:
             self.timed(lambda: exec(setup, ns), _Output(self.field))
         except BaseException as exc:
             raise _HarnessError("the test module's own code failed: " + self.exception_text(exc)) from None
-        self.assigned = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        self.assigned.discard(param)
+        self.assigned = plan["assigned"]
         scope = dict(ns)
-        scope[param] = ns[self.entry]
-        self.run_steps(check.body, scope, (param, self.entry),
-                       lambda s: any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(s)))
+        scope[plan["param"]] = ns[self.entry]
+        self.run_steps(plan["steps"], scope)
 
     def run_asserts(self, ns):
+        import ast
+
         source = "\n".join(self.config["tests"])
         self.source_lines = source.splitlines()
         body = ast.parse(source).body
         self.assigned = {n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        self.run_steps(body, dict(ns), None, lambda s: True)
+        self.run_steps(_steps(body, None, lambda s: True, compiled=False), dict(ns))
 
-    def run_steps(self, statements, scope, rename, is_test):
-        """Each statement a step; a failing test does not stop the rest, a failing setup
-        step (or the spent budget) does."""
+    def run_steps(self, steps, scope):
+        """Each step in turn; a failing test does not stop the rest, a failing setup step
+        (or the spent budget) does."""
         scope[_COMPARE], scope[_TRUTH] = _compare, _truth
         stopped = False
-        for statement in statements:
-            testing = is_test(statement)
-            shown = _first_line(_display(statement, rename))
-            table = []
-            module = _Asserts(rename, table).visit(ast.Module([statement], []))
-            if isinstance(statement, ast.Assert):
-                shown = table[0]["shown"]
+        for testing, shown, table, code in steps:
             if stopped:
                 if testing:
                     self.tests.append({"ok": False, "kind": "not_run", "test": self.cut(shown)})
                 continue
-            code = compile(ast.fix_missing_locations(module), "<tests>", "exec")
+            if type(code) is not _CODE:
+                code = _compile(code)
             record = self.outcome(lambda: exec(code, scope), shown, table, scope)  # noqa: B023
             if record.get("kind") == "not_run" or (not testing and not record["ok"]):
                 stopped = True
@@ -957,6 +1003,8 @@ def _same_output(got, want):
 def _same_value(value, want):
     """The value equals the wanted output read as a literal (quotes, spacing and number
     formatting aside); True and 1 are not the same here, as they are not on the page."""
+    import ast
+
     try:
         expected = ast.literal_eval(want.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -2,14 +2,19 @@
 
 The program sent is `harness.py`'s source with one line appended that calls its `main`
 on the payload: the problem's prompt, the candidate's code, the entry point, the mode
-("check", "asserts" or "examples"), the tests and the worker's part of `harness.py`
-(its source up to `WORKER_END`: the harness starts the candidate's worker, a fresh
-interpreter, from it), as base64 of JSON
-(so nothing in them, a fence included, can change how the sandbox reads the program).
+("check", "asserts" or "examples"), the tests (JSON's values: the run's cache key is
+their JSON), the worker's part of `harness.py` (its source up to `WORKER_END`, compiled
+here once: the harness starts the candidate's worker, a fresh interpreter, from its
+bytecode) and, for "check", the tests' plan (`harness.check_plan`: HumanEval's own test
+module parsed, its asserts rewritten and compiled here once per module, so the sandbox
+imports no ast), as base64 of marshal (so nothing in them, a fence included, can change
+how the sandbox reads the program, and the harness needs no json to read them).
 The sandbox's `answer` brings the harness's report back as JSON.
 
 Invariants:
-- Nothing of a candidate or a test runs in this process; here the report is only read.
+- Nothing of a candidate or a test runs in this process; here the report is only read,
+  and only HumanEval's own test modules (the benchmark's data, never a model's text) are
+  parsed and compiled.
 - A result is remembered (LRU, `CACHE_SIZE` entries) per (mode, prompt, code, tests), so
   extract_answer, verify and score on the same reply run it once; a result with a
   timeout in it is not remembered, since the machine's load may have caused it.
@@ -28,11 +33,12 @@ import marshal
 import os
 import threading
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from ...tools.sandbox import RunCache, SandboxLimits, run_python
+from . import harness
 
 CACHE_SIZE = 1024
 TEST_SECONDS = 3.0  # one test (HumanEval's own harness gives the whole check 3 s)
@@ -77,6 +83,17 @@ def worker_bytecode() -> bytes:
     worker compiles it on every run."""
     code = compile(worker_source(), "<harness>", "exec", dont_inherit=True, optimize=0)
     return marshal.dumps(code)
+
+
+@lru_cache(maxsize=256)
+def check_plan(tests: str, entry_point: str) -> Any:
+    """HumanEval's test module parsed and compiled here once (harness.check_plan: no test
+    runs here), so a "check" run's sandbox needs no ast; None when it does not parse or
+    compile: the harness then meets that failure itself, where it always did."""
+    try:
+        return harness.check_plan(tests, entry_point, compiled=True)
+    except Exception:  # SyntaxError, ValueError, RecursionError, harness._HarnessError
+        return None
 
 
 @dataclass(frozen=True)
@@ -143,7 +160,9 @@ class TestRunner:
             return hit
         # Marshal, which the harness reads without importing json: of the JSON's own values
         # (plain lists, dicts and str, as JSON gave them before), the worker's bytecode added.
-        sent = marshal.dumps({**json.loads(text), "worker": worker_bytecode()})
+        sent = marshal.dumps({**json.loads(text), "worker": worker_bytecode(),
+                              "plan": check_plan(tests, entry_point) if mode == "check" and isinstance(tests, str)
+                              and isinstance(entry_point, str) else None})
         encoded = binascii.b2a_base64(sent, newline=False).decode("ascii")
         # The harness goes as a prelude: compiled once here, not in every run's sandbox (10 ms of CPU).
         program = f"answer = main({encoded!r})\n"
