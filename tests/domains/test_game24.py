@@ -21,6 +21,7 @@ from veriloop.domains.game24 import (
     all_solvable_puzzles,
     core_operations,
     evaluate_expression,
+    extract_expression,
     solution_count,
     solve,
 )
@@ -529,3 +530,10 @@ def test_an_evaluated_expression_is_the_callers_own_and_a_malformed_one_fails_ea
     for _ in range(2):
         with pytest.raises(MalformedExpression, match="divides by zero"):
             evaluate_expression("24 / (3 - 3)")
+
+
+def test_a_reply_is_read_the_same_however_long_and_however_often() -> None:
+    short = "Let me try.\nAnswer: (13 - 1) * 2 = 24"
+    long = "x" * 5000 + "\n" + short
+    assert [extract_expression(short) for _ in range(2)] == ["(13 - 1) * 2"] * 2
+    assert [extract_expression(long) for _ in range(2)] == ["(13 - 1) * 2"] * 2
