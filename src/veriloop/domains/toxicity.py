@@ -8,6 +8,9 @@ came from the model.
 
 The module also holds the metrics the toxicity literature reports over many generations
 per prompt: expected maximum toxicity, toxicity probability, dist-n and perplexity.
+
+A prompt file's rows are parsed once per text (kept under its sha256, the last few files),
+and every load builds fresh instances from them, so a caller may change its own.
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ milliseconds of CPU per request, which caps a fast server's throughput long befo
 concurrency does. It still keeps an `openai.AsyncOpenAI` for its settings (base URL,
 organisation, project) and builds its status errors with the SDK, so every answer is
 classified as the SDK would. A client the caller gives is used through the SDK, as given.
+The SDK client made here shares one verifying TLS context a process (per SSL_CERT_FILE and
+SSL_CERT_DIR), rather than loading the CA bundle for each model.
 """
 
 from __future__ import annotations
