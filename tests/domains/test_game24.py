@@ -21,6 +21,7 @@ from veriloop.domains.game24 import (
     all_solvable_puzzles,
     core_operations,
     evaluate_expression,
+    extract_expression,
     solution_count,
     solve,
 )
@@ -520,3 +521,19 @@ def test_feedback_without_listed_errors_falls_back_to_binary() -> None:
     i = inst(4, 4, 6, 8)
     empty = Verdict(ok=False, verifier="llm")
     assert GAME.feedback(i, empty, "all") == GAME.feedback(i, empty, "binary")
+
+
+def test_an_evaluated_expression_is_the_callers_own_and_a_malformed_one_fails_each_time() -> None:
+    value, literals = evaluate_expression("(13 - 1) * 2")
+    literals.append(99)
+    assert evaluate_expression("(13 - 1) * 2") == (Fraction(24), [13, 1, 2])
+    for _ in range(2):
+        with pytest.raises(MalformedExpression, match="divides by zero"):
+            evaluate_expression("24 / (3 - 3)")
+
+
+def test_a_reply_is_read_the_same_however_long_and_however_often() -> None:
+    short = "Let me try.\nAnswer: (13 - 1) * 2 = 24"
+    long = "x" * 5000 + "\n" + short
+    assert [extract_expression(short) for _ in range(2)] == ["(13 - 1) * 2"] * 2
+    assert [extract_expression(long) for _ in range(2)] == ["(13 - 1) * 2"] * 2

@@ -370,6 +370,27 @@ def test_source_is_required_and_files_are_checked(tmp_path: Path, domain: Toxici
         assert str(path) in str(err.value) and message in str(err.value)
 
 
+def test_a_prompt_file_is_read_again_when_its_text_changes_and_each_load_is_the_callers_own(
+    tmp_path: Path, domain: Toxicity
+) -> None:
+    path = tmp_path / "prompts.jsonl"
+
+    def write(text: str) -> None:
+        path.write_text(json.dumps({"prompt": {"text": text, "toxicity": 0.1}}) + "\n", encoding="utf-8")
+
+    write("So I told him")
+    first = domain.load_instances(str(path))
+    first[0].data["prompt"] = "changed by the caller"
+    assert [i.data["prompt"] for i in domain.load_instances(str(path))] == ["So I told him"]
+    # Same size, rewritten in place at once: the text, not the file's stamp, decides.
+    write("So I told her")
+    assert [i.data["prompt"] for i in domain.load_instances(str(path))] == ["So I told her"]
+    copy = tmp_path / "elsewhere.jsonl"
+    copy.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(DataFileError, match="elsewhere.jsonl, line 1: not valid JSON"):
+        domain.load_instances(str(copy))
+
+
 def test_parse_instance_forms(domain: Toxicity) -> None:
     assert domain.parse_instance({"prompt": "So I said"}).data["prompt"] == "So I said"
     line = domain.parse_instance({"prompt": {"text": "So I said", "toxicity": 0.2}})

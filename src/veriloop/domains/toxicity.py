@@ -8,6 +8,9 @@ came from the model.
 
 The module also holds the metrics the toxicity literature reports over many generations
 per prompt: expected maximum toxicity, toxicity probability, dist-n and perplexity.
+
+A prompt file's rows are parsed once per text (kept under its sha256, the last few files),
+and every load builds fresh instances from them, so a caller may change its own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import json_objects
+from ..datafiles import json_object_lines, read_text
 from ..errors import DataFileError, VeriloopError
 from ..tools.base import Observation, Tool
 from .base import BaseDomain, Instance, Message, Verdict, VerdictError, shown_errors
@@ -390,10 +393,45 @@ def _number_or_none(value: Any) -> float | None:
 _POINT_AT = "point the toxicity domain at a RealToxicityPrompts JSONL file"
 
 
+# The prompts of the files read lately, keyed on the text's digest: an experiment builds
+# the domain once per cell, and a reproduction runs several, so a file (5000 rows for the
+# shipped sample) is parsed once while its text stays the same. Reading and hashing the
+# text costs a few milliseconds; parsing it, a few hundred.
+_PROMPT_ROWS: OrderedDict[bytes, list[tuple[int, str, float | None, bool]]] = OrderedDict()
+_PROMPT_ROWS_LOCK = threading.Lock()
+_PROMPT_FILES_KEPT = 4
+
+
 def _read_prompts(path: Path) -> list[Instance]:
+    """The file's prompts as fresh instances (a caller may change its own)."""
+    return [
+        Instance(id=f"rtp-{line_no}", data={"prompt": text, "prompt_toxicity": toxicity, "challenging": challenging})
+        for line_no, text, toxicity, challenging in _prompt_rows(path)
+    ]
+
+
+def _prompt_rows(path: Path) -> list[tuple[int, str, float | None, bool]]:
+    text = read_text(path, _POINT_AT)
+    key = hashlib.sha256(text.encode("utf-8")).digest()
+    with _PROMPT_ROWS_LOCK:
+        rows = _PROMPT_ROWS.get(key)
+        if rows is not None:
+            _PROMPT_ROWS.move_to_end(key)
+            return rows
+    rows = _parse_prompts(text, path)
+    with _PROMPT_ROWS_LOCK:
+        _PROMPT_ROWS[key] = rows
+        while len(_PROMPT_ROWS) > _PROMPT_FILES_KEPT:
+            _PROMPT_ROWS.popitem(last=False)
+    return rows
+
+
+def _parse_prompts(content: str, path: Path) -> list[tuple[int, str, float | None, bool]]:
+    """(line number, prompt text, prompt toxicity, challenging) of each line of `content`,
+    read from `path` (named in errors)."""
     hint = 'each line must be a JSON object like {"prompt": {"text": "...", "toxicity": 0.1}, ...}'
-    instances: list[Instance] = []
-    for line_no, row in json_objects(path, hint, file_hint=_POINT_AT, not_object=f"no prompt text; {hint}"):
+    rows: list[tuple[int, str, float | None, bool]] = []
+    for line_no, row in json_object_lines(content, path, hint, not_object=f"no prompt text; {hint}"):
         prompt = row.get("prompt")
         text = prompt.get("text") if isinstance(prompt, dict) else None
         if not isinstance(prompt, dict) or not isinstance(text, str) or not text.strip():
@@ -402,17 +440,8 @@ def _read_prompts(path: Path) -> list[Instance]:
         toxicity = _number_or_none(raw_toxicity)
         if raw_toxicity is not None and (toxicity is None or not 0.0 <= toxicity <= 1.0):
             raise DataFileError(f"{path}, line {line_no}: prompt toxicity {raw_toxicity!r} is not a number from 0 to 1")
-        instances.append(
-            Instance(
-                id=f"rtp-{line_no}",
-                data={
-                    "prompt": text,
-                    "prompt_toxicity": toxicity,
-                    "challenging": bool(row.get("challenging", False)),
-                },
-            )
-        )
-    return instances
+        rows.append((line_no, text, toxicity, bool(row.get("challenging", False))))
+    return rows
 
 
 # ------------------------------------------------------------------------ metrics

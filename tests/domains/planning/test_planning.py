@@ -22,7 +22,7 @@ from veriloop.domains.base import Domain, Instance, SupportsStudies
 from veriloop.domains.planning import TEMPLATES as TEMPLATES_DIR
 from veriloop.domains.planning import Blocksworld, MysteryBlocksworld, PlanningDomain, generate_problems, optimal_plan
 from veriloop.domains.planning.language import clean_line, load_template, normalise
-from veriloop.domains.planning.pddl_model import GroundAction, Task, load_task, parse_domain, read_text
+from veriloop.domains.planning.pddl_model import GroundAction, Task, load_task, parse_domain, parse_problem, read_text
 from veriloop.domains.planning.planner import OWN_BLOCKSWORLD, random_problems
 from veriloop.errors import DataFileError, VeriloopError
 
@@ -976,3 +976,14 @@ def test_fast_downward_takes_over_past_pyperplans_share(monkeypatch, planner_cal
     # As short as pyperplan's plan (tests/data/logistics/plans), and it checks.
     assert found is not None and len(found) == len(plan.splitlines()) == 14
     assert PlanningDomain().verify(instance, pddl_plan(found)).ok
+
+
+def test_a_problem_read_twice_is_the_same_and_an_unreadable_one_names_each_source() -> None:
+    domain = parse_domain(OWN_BLOCKSWORLD.read_text(), "own")
+    # ProblemModel compares by identity: its fields are what must agree.
+    assert vars(parse_problem(GOOD_PROBLEM, "first", domain)) == vars(parse_problem(GOOD_PROBLEM, "first", domain))
+    assert parse_problem(GOOD_PROBLEM, "second", domain).source == "second"
+    broken = GOOD_PROBLEM.replace("(clear b))", "(clear b)")
+    for source in ("one.pddl", "two.pddl"):
+        with pytest.raises(DataFileError, match=rf"^{source}, line 5: not a readable PDDL problem"):
+            parse_problem(broken, source, domain)

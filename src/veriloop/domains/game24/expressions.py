@@ -1,12 +1,15 @@
 """Evaluating a candidate answer safely: the text is parsed with `ast`, only whole
 numbers, + - * /, unary minus and brackets are accepted, and the value is computed with
 exact fractions. Model output is never handed to Python's evaluator, so an answer can
-only ever be judged, never run. Size and nesting are capped before parsing."""
+only ever be judged, never run. Size and nesting are capped before parsing. A text's value
+and literals are kept once computed (immutable: a Fraction and a tuple), since a recorded
+run judges the same answers many times over."""
 
 from __future__ import annotations
 
 import ast
 from fractions import Fraction
+from functools import lru_cache
 
 MAX_EXPRESSION_CHARS = 200
 MAX_PAREN_DEPTH = 50
@@ -96,6 +99,15 @@ def evaluate_expression(expr: str) -> tuple[Fraction, list[int]]:
     Size and nesting are capped before parsing so that neither the parser nor the
     recursive walk can be made to hang or overflow the stack.
     """
+    value, literals = _evaluated(expr)
+    return value, list(literals)
+
+
+# A recorded run verifies the same answer many times over (the import, each table, each
+# rescoring), and the value is a pure function of the text: a Fraction and a tuple, both
+# immutable, so a cached result cannot be changed by its caller.
+@lru_cache(maxsize=4096)
+def _evaluated(expr: str) -> tuple[Fraction, tuple[int, ...]]:
     if len(expr) > MAX_EXPRESSION_CHARS:
         raise MalformedExpression(
             f"The expression is {len(expr)} characters long; a Game of 24 answer needs far "
@@ -114,7 +126,7 @@ def evaluate_expression(expr: str) -> tuple[Fraction, list[int]]:
         raise MalformedExpression(f"`{expr.strip()}` divides by zero.") from None
     except (RecursionError, MemoryError):
         raise MalformedExpression(f"`{expr.strip()}` is too deeply nested to check.") from None
-    return value, literals
+    return value, tuple(literals)
 
 
 def format_value(value: Fraction) -> str:

@@ -1,10 +1,15 @@
 """Finding the expression in a model reply: the `Answer:` line when there is one, LaTeX
 and Unicode operators read as + - * /, markdown and a closing full stop dropped, and of
-the arithmetic runs left the longest (a side that is just "24" is not the answer)."""
+the arithmetic runs left the longest (a side that is just "24" is not the answer).
+
+The expression is a pure function of the reply: a short reply's is kept once found (a
+recorded run reads each reply several times: to extract, verify and score it).
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _ANSWER_RE = re.compile(r"answer\s*:", re.IGNORECASE)
 _RUN_RE = re.compile(r"[0-9 +\-*/().]+")
@@ -60,9 +65,23 @@ def _tidy(candidate: str) -> str:
     return candidate
 
 
+# Replies longer than this are read afresh each time, so the cache stays small whatever
+# a model (or a hostile file) sends.
+_KEPT_REPLY_CHARS = 4096
+
+
 def extract_expression(text: str) -> str | None:
     """The expression a reply gives: the longest arithmetic run on its last `Answer:`
     line (or anywhere, without one), read through LaTeX and Unicode operators."""
+    return _extracted(text) if len(text) <= _KEPT_REPLY_CHARS else _extract(text)
+
+
+@lru_cache(maxsize=4096)
+def _extracted(text: str) -> str | None:
+    return _extract(text)
+
+
+def _extract(text: str) -> str | None:
     last: re.Match[str] | None = None
     for last in _ANSWER_RE.finditer(text):  # noqa: B007 - the loop keeps the last match
         pass

@@ -425,9 +425,21 @@ def _line_pos(text: str, pattern: str) -> int:
     return match.start() if match else len(text)
 
 
+@lru_cache(maxsize=1024)
+def _problem_tree(text: str) -> Any:
+    """The pddl library's tree of a problem's text, which depends on the text alone: a
+    problem read against two domains (Blocksworld's and a renamed copy), or by several
+    domain objects, is parsed once. Only read, never changed; a text that does not parse
+    is not kept (its error must name each caller's source)."""
+    return _parse("problem", text, "")
+
+
 def parse_problem(text: str, source: str, domain: DomainModel) -> ProblemModel:
     """A problem of `domain` from PDDL text; DataFileError (one line naming `source`) otherwise."""
-    raw = _parse("problem", text, source)
+    try:
+        raw = _problem_tree(text)
+    except DataFileError:
+        raw = _parse("problem", text, source)  # raises the same error, naming this source
     domain_name = str(raw.domain_name).lower()
     if domain_name != domain.name:
         raise DataFileError(
