@@ -15,12 +15,13 @@ import struct
 import threading
 import time
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import the_error, veriloop
+from servers import StandinServer
 
 from veriloop.domains import get_domain
 from veriloop.errors import ModelTransportError, VeriloopError
@@ -158,7 +159,7 @@ class FaultServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        class Server(ThreadingHTTPServer):
+        class Server(StandinServer):
             daemon_threads = True
 
             def handle_error(self, request: Any, client_address: Any) -> None:
