@@ -1,5 +1,6 @@
 """CPU of setting up what an experiment builds once per cell or model: a server model
-(`ServerModel`, which keeps an openai SDK client for its settings) and the toxicity
+(`ServerModel`, which keeps an openai SDK client for its settings; that client's HTTP
+client never sends, so it loads no certificates) and the toxicity
 domain's instances from a RealToxicityPrompts file.
 
 Run from a tree's root: python bench/model_setup.py [--models 20] [--loads 5] [--data FILE]
@@ -46,7 +47,7 @@ def main() -> None:
         counts = {len(domain.load_instances(str(args.data))) for _ in range(args.loads)}
         loaded = time.process_time() - start
         print(f"toxicity load_instances: {1000 * loaded / args.loads:.0f} ms CPU each "
-              f"({args.loads} loads of {args.data.name}, {counts} instances)")
+              f"({args.loads} loads of {args.data.name}, {' / '.join(map(str, sorted(counts)))} instances each time)")
 
 
 if __name__ == "__main__":

@@ -67,10 +67,18 @@ def llama_server(model_path: Path, log_dir: Path, api_key: str = SECRET) -> Iter
                 proc.wait()
 
 
+class StandinServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with a listen backlog a client's burst of connections fits in.
+    socketserver's is 5: a sixth connection at once has its SYN dropped, and the client
+    sends it again only a second later (each such stall was a second of a test's wall)."""
+
+    request_queue_size = 1024
+
+
 @contextmanager
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     """A threaded stdlib HTTP server on 127.0.0.1 running `handler`; yields its port."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = StandinServer(("127.0.0.1", 0), handler)
     # Polled every 10 ms, not serve_forever's 0.5 s: shutdown() waits for the next poll.
     thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()

@@ -15,17 +15,18 @@ import struct
 import threading
 import time
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import the_error, veriloop
+from servers import StandinServer
 
 from veriloop.domains import get_domain
 from veriloop.errors import ModelTransportError, VeriloopError
 from veriloop.models import CachedModel, CallCache, GenParams
-from veriloop.models.openai_compat import OpenAICompatModel, _retry_after, _tls_context, normalise_url
+from veriloop.models.openai_compat import OpenAICompatModel, _retry_after, normalise_url
 from veriloop.models.providers.openai import _logprobs
 from veriloop.runs.identity import check_same_run
 from veriloop.runs.runner import load_trajectories, run_experiment
@@ -158,7 +159,7 @@ class FaultServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        class Server(ThreadingHTTPServer):
+        class Server(StandinServer):
             daemon_threads = True
 
             def handle_error(self, request: Any, client_address: Any) -> None:
@@ -851,17 +852,3 @@ def test_a_cached_row_that_cannot_be_read_is_asked_again_and_replaced(tmp_path):
         (GOOD, False, 0), (GOOD, False, 0), ("older\ufffd", True, 1)]
     assert server.requests == 2  # one request for each unreadable row
     assert cached_texts(tmp_path / "calls.sqlite") == [GOOD, GOOD, "older\ud800"]
-
-
-def test_server_models_share_one_certificate_check_and_it_still_verifies():
-    import ssl
-
-    first = OpenAICompatModel("m", base_url="http://127.0.0.1:9/v1")
-    second = OpenAICompatModel("n", base_url="http://127.0.0.1:9/v1")
-    context = _tls_context(None, None)
-    assert context is _tls_context(None, None)
-    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
-    # Another CA setting in force is another context, made with it.
-    assert _tls_context("/elsewhere/ca.pem", None) is not context
-    asyncio.run(first.aclose())
-    asyncio.run(second.aclose())

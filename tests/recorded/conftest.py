@@ -120,13 +120,14 @@ def write_zip() -> Callable[[Path, list[tuple[str, int, bytes, int]]], Path]:
     return _write_zip
 
 
-# What a command may take beyond the interpreter with veriloop and inspect_ai loaded.
+# What a command may take beyond the interpreter with what it loads to refuse a log.
 HEADROOM = 1 << 30
 
 
 def _address_space() -> int:
-    """The address space (bytes) of an interpreter that has loaded what `veriloop import` loads."""
-    probe = ("import re, inspect_ai.log, veriloop.cli.recorded, veriloop.recorded.importer; "
+    """The address space (bytes) of an interpreter that has loaded what `veriloop import`
+    loads to refuse a log (inspect_ai comes only after every log passed its checks)."""
+    probe = ("import re, zstandard, veriloop.cli.recorded, veriloop.recorded.importer; "
              "print(re.search(r'VmPeak:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1))")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                            env=command_environ(env=_ONE_ARENA))
@@ -141,7 +142,7 @@ _ONE_ARENA = {"MALLOC_ARENA_MAX": "1"}
 @pytest.fixture(scope="session")
 def bounded_veriloop() -> Callable[..., subprocess.CompletedProcess[str]]:
     """`python -m veriloop.cli ARGS` in a process whose address space may grow HEADROOM
-    beyond the interpreter's own with veriloop and inspect_ai loaded: a command that would
+    beyond the interpreter's own with what refusing a log loads: a command that would
     hold more fails (MemoryError) instead of taking the machine's memory."""
     limit = _address_space() + HEADROOM
 

@@ -242,11 +242,12 @@ def test_without_inspect_ai_the_error_names_the_extra(monkeypatch: pytest.Monkey
         list(inspect_answers(tmp_path))
 
 
-def test_an_inspect_ai_that_does_not_import_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_an_inspect_ai_that_does_not_import_is_one_line(monkeypatch: pytest.MonkeyPatch, eval_log: Path):
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # an import of it raises ImportError
+    # A log that passes its checks: inspect_ai is imported only then.
     with pytest.raises(VeriloopError, match=r"^--format inspect: inspect_ai is installed but does not import \(.*\); "
                                             r"reinstall it with: pip install 'veriloop\[inspect\]' --force-reinstall$"):
-        list(inspect_answers(tmp_path))
+        list(inspect_answers(eval_log))
 
 
 def test_veriloop_starts_without_importing_inspect_ai():
@@ -345,4 +346,14 @@ def test_a_log_named_like_a_file_but_a_device_is_never_read(tmp_path: Path):
     zero.symlink_to("/dev/zero")
     with pytest.raises(VeriloopError, match=rf"^{re.escape(str(zero))}: not a regular file \(a device, pipe or "
                                             r"socket\); give an inspect log file$"):
+        list(inspect_answers(zero))
+
+
+def test_a_refused_log_is_refused_before_inspect_ai_is_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # An import of inspect_ai.log now fails: the log's own refusal must come first (a
+    # refused log costs no second of importing inspect_ai).
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(VeriloopError, match=rf"^{re.escape(str(zero))}: not a regular file"):
         list(inspect_answers(zero))

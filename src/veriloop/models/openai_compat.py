@@ -43,22 +43,20 @@ openai SDK's stack (request transform, httpx, httpcore's pool, anyio) costs seve
 milliseconds of CPU per request, which caps a fast server's throughput long before the
 concurrency does. It still keeps an `openai.AsyncOpenAI` for its settings (base URL,
 organisation, project) and builds its status errors with the SDK, so every answer is
-classified as the SDK would. A client the caller gives is used through the SDK, as given.
-The SDK client made here shares one verifying TLS context a process (per SSL_CERT_FILE and
-SSL_CERT_DIR), rather than loading the CA bundle for each model.
+classified as the SDK would; that client's own HTTP client never sends (it refuses to), so
+it is made without the SSL context (the system's certificates, ~35 ms of CPU a model) the
+SDK's default one would load. A client the caller gives is used through the SDK, as given.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import functools
 import json
 import math
 import os
 import random
 import re
-import ssl
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -122,6 +120,19 @@ def url_without_secrets(url: str) -> str:
         return scheme + sep + host.rpartition("@")[2] + slash + path
     netloc = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, netloc, parts.path, _public_query(parts.query), ""))
+
+
+def _unsent_http_client() -> Any:
+    """An httpx client for an SDK client kept for its settings: our session sends every
+    request, so this one refuses to (a request sent through it would be a defect), and it
+    loads no certificates for the requests it never sends."""
+    import httpx2
+
+    class Unsent(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            raise RuntimeError("veriloop sends this model's requests on its own aiohttp session, never the SDK's")
+
+    return httpx2.AsyncClient(transport=Unsent(), trust_env=False)
 
 
 def _url_secrets(url: str) -> list[str]:
@@ -195,14 +206,6 @@ def server_identity(model: str, base_url: str, deployment: str | None = None) ->
     declared, else at the normalised base URL."""
     where = f"deployment:{deployment.strip()}" if deployment else normalise_url(base_url)
     return f"{model}@{where}"
-
-
-@functools.lru_cache(maxsize=4)
-def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """The system's certificate verification, made once a process for the CA settings in
-    force (the arguments: SSL_CERT_FILE and SSL_CERT_DIR, which OpenSSL reads); a context
-    may be shared by any number of clients."""
-    return ssl.create_default_context()
 
 
 class ServerModel:
@@ -292,12 +295,8 @@ class ServerModel:
             self.base_url = str(getattr(client, "base_url", "") or "") or None
             self._client = client
         else:
-            # Its HTTP client carries no request of ours (see the module docstring), but the
-            # SDK would load the CA bundle for it anew, 40-50 ms of CPU for every model.
-            http_client = openai.DefaultAsyncHttpxClient(
-                verify=_tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
             self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
-                                              http_client=http_client)
+                                              http_client=_unsent_http_client())
         self._timeout = timeout
         self._endpoints: dict[str, str] = {}  # request path -> the URL called, the base URL's query kept
         self.notices: list[str] = []  # what the provider changed from what calls asked, each said once

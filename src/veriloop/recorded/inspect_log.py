@@ -13,7 +13,8 @@ sample's input as chat messages (a plain string input is one user message).
 Invariants:
 - inspect_ai is imported inside `inspect_answers`, never at veriloop's start-up: its
   import takes about 1 s (measured 1.0 s on the two-core machine, against 0.2 s for
-  `veriloop.cli`).
+  `veriloop.cli`), and only once every log has passed `check_log`: a refused log
+  never imports it.
 - A sample that errored or has no output is an empty reply (a recorded wrong answer),
   never a crash and never a gap.
 - A file that is not an inspect log, or a log whose eval did not succeed, is one
@@ -179,14 +180,16 @@ def inspect_answers(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, answers line) for each sample of each inspect log at `path` (a log file or a
     folder). Every log is checked (`check_log`) when this is called, before any is read."""
     require("inspect", "veriloop import --format inspect")
+    files = log_files(path)
+    for file in files:
+        check_log(file)
+    # Imported once every log has passed its checks: a refused log costs no import of
+    # inspect_ai (a second of CPU).
     try:
         from inspect_ai.log import read_eval_log
     except ImportError as exc:  # found but broken
         raise VeriloopError(f"--format inspect: inspect_ai is installed but does not import ({exc}); "
                             f"reinstall it with: {install_command('inspect')} --force-reinstall") from None
-    files = log_files(path)
-    for file in files:
-        check_log(file)
 
     def answers() -> Iterator[tuple[str, dict[str, Any]]]:
         for file in files:

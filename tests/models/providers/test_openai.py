@@ -210,3 +210,26 @@ def test_a_reasoning_effort_refused_by_the_server_names_the_fix():
             generate(model)
     assert str(info.value).startswith("gpt-4o-mini takes no reasoning effort (")
     assert str(info.value).endswith("drop --reasoning-effort (reasoning_effort) for it")
+
+
+def test_a_model_made_here_loads_no_certificates_and_its_sdk_client_never_sends(monkeypatch):
+    # Our aiohttp session sends every request; the SDK client is kept for its settings, so
+    # its own HTTP client must neither cost an SSL context per model nor ever send.
+    import ssl
+
+    def model():
+        return load_backend("openai/gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key="k")
+
+    model()  # what the first one imports is not the point
+    loaded: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", lambda *a, **k: loaded.append(a) or real(*a, **k))
+    made = model()
+    assert loaded == []
+
+    async def listed():
+        return await made._client.models.list()
+
+    with pytest.raises(RuntimeError, match="^veriloop sends this model's requests on its own aiohttp session, "
+                                           "never the SDK's$"):
+        asyncio.run(listed())
