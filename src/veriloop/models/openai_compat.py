@@ -125,14 +125,24 @@ def url_without_secrets(url: str) -> str:
 def _unsent_http_client() -> Any:
     """An httpx client for an SDK client kept for its settings: our session sends every
     request, so this one refuses to (a request sent through it would be a defect), and it
-    loads no certificates for the requests it never sends."""
-    import httpx2
+    loads no certificates for the requests it never sends.
 
-    class Unsent(httpx2.AsyncBaseTransport):
+    The SDK's own client class, on the SDK's own httpx: openai 1.x runs on `httpx`, later
+    releases on `httpx2`, and the SDK refuses a client of the other one."""
+    import importlib
+
+    import openai
+
+    client_class = openai.DefaultAsyncHttpxClient
+    httpx = importlib.import_module(client_class.__mro__[1].__module__.partition(".")[0])
+
+    class Unsent(httpx.AsyncBaseTransport):  # type: ignore[misc, name-defined]
         async def handle_async_request(self, request: Any) -> Any:
             raise RuntimeError("veriloop sends this model's requests on its own aiohttp session, never the SDK's")
 
-    return httpx2.AsyncClient(transport=Unsent(), trust_env=False)
+    # A client given its transport makes no other (and so no SSL context); trust_env=False:
+    # no proxy transports from the environment either.
+    return client_class(transport=Unsent(), trust_env=False)
 
 
 def _url_secrets(url: str) -> list[str]:
