@@ -565,3 +565,19 @@ def test_the_public_surface_is_exactly_these_names():
     ]
     assert all(getattr(veriloop, name) is not None for name in veriloop.__all__)
     assert veriloop.BaseDomain is veriloop.domains.base.BaseDomain
+
+
+def test_an_openai_client_is_told_from_a_function_by_its_class():
+    import openai
+
+    sync = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(VeriloopError, match="give an openai.AsyncOpenAI client"):
+        veriloop.model(sync)
+    client = openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(VeriloopError, match="an OpenAI client needs the model's name"):
+        veriloop.model(client)
+    from veriloop.models.openai_compat import ServerModel
+
+    model = veriloop.model(client, model_name="m", cache=False)
+    assert isinstance(model, ServerModel) and model._client is client
+    asyncio.run(model.aclose())

@@ -204,3 +204,18 @@ def test_a_run_on_a_server_imports_neither_numpy_nor_scipy(tmp_path, canned_serv
     assert proc.returncode == 0, proc.stderr
     assert "2 new and 0 resumed trajectories" in proc.stdout
     assert heavy_in(modules, ("numpy", "scipy")) == []
+
+
+def test_a_function_model_imports_no_openai(tmp_path):
+    # veriloop.model() told a function from an openai client by importing openai first:
+    # 0.5-1 s of CPU for every script that wraps its own call.
+    code = (
+        "import veriloop\n"
+        "result = veriloop.correct(lambda messages: 'Answer: 4', 'What is 2 + 2?',\n"
+        "                          lambda prompt, answer: answer.strip() == 'Answer: 4', cache=False)\n"
+        "print(result.answer)\n"
+    )
+    proc, modules = imported_by(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Answer: 4"
+    assert heavy_in(modules, ("openai",)) == []

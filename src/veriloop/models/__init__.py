@@ -10,6 +10,7 @@ loading one without it is one MissingExtra line, before the model file is looked
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -235,18 +236,22 @@ def as_model(
     return CachedModel(backend, CallCache(Path(cache) if not isinstance(cache, bool) else default_cache_path()))
 
 
+def _openai_client_class(name: str) -> type | None:
+    """openai's `name` class if the caller has imported openai, else None. An object can
+    only be an openai client once openai is imported, so a plain function given to
+    `model()` does not pay for importing the SDK (0.5-1 s of CPU)."""
+    openai = sys.modules.get("openai")
+    return getattr(openai, name, None) if openai is not None else None
+
+
 def _is_openai_client(obj: object) -> bool:
-    try:
-        import openai
-    except ImportError:  # pragma: no cover - openai is a dependency
-        return False
-    return isinstance(obj, openai.AsyncOpenAI)
+    client = _openai_client_class("AsyncOpenAI")
+    return client is not None and isinstance(obj, client)
 
 
 def _is_sync_openai_client(obj: object) -> bool:
-    import openai
-
-    return isinstance(obj, openai.OpenAI)
+    client = _openai_client_class("OpenAI")
+    return client is not None and isinstance(obj, client)
 
 
 __all__ = [
