@@ -3,7 +3,8 @@ whose extra is missing is one line naming the extra, never an ImportError.
 
 A core-only install is simulated in a subprocess (helpers.core_only_process): a meta path
 finder first on sys.meta_path finds none of the extras' modules, though they stay
-installed for the rest of the suite.
+installed for the rest of the suite. One such interpreter (the `core_only` fixture) runs
+every core-only command and snippet; what `import veriloop` imports is read in it first.
 """
 
 from __future__ import annotations
