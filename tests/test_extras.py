@@ -3,7 +3,8 @@ whose extra is missing is one line naming the extra, never an ImportError.
 
 A core-only install is simulated in a subprocess (helpers.core_only_process): a meta path
 finder first on sys.meta_path finds none of the extras' modules, though they stay
-installed for the rest of the suite.
+installed for the rest of the suite. One such interpreter (the `core_only` fixture) runs
+every core-only command and snippet; what `import veriloop` imports is read in it first.
 """
 
 from __future__ import annotations
@@ -15,15 +16,16 @@ import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
+from pathlib import Path
 
 import pytest
-from helpers import ROOT, assert_one_line_error, core_only_process
+from helpers import ROOT, assert_one_line_error, core_only_process, veriloop
 
 from veriloop.errors import MissingExtra, VeriloopError
 from veriloop.extras import EXTRAS, can_draw, install_command, marked, missing, require
 from veriloop.registry import Registry
 
-ONE_WORKER = True  # conftest.py: one core-only interpreter runs WITHOUT_EXTRAS, not one per worker
+ONE_WORKER = True  # conftest.py: one core-only interpreter runs the core-only tests, not one per worker
 EXTRA_MODULES = sorted(module for modules, _ in EXTRAS.values() for module in modules)
 
 
@@ -155,19 +157,30 @@ def assert_table_matches(extras: dict[str, list[str]]) -> None:
 
 
 # ------------------------------------------------------------------ a core-only install
+# One core-only interpreter (the module fixture `core_only`) runs every command and Python
+# snippet below, each in a folder of its own as its working directory: sixteen commands and
+# ten snippets, each in an interpreter of its own, cost 10-40 s. No extra's module can be
+# imported by any of them, so none can change what a later one finds missing. What
+# `import veriloop` imports is read first, before anything else is (as in a fresh
+# interpreter); the snippets that end in an uncaught error come last.
+
+SNIPPETS: dict[str, str] = {}
+"""Python run in the core-only interpreter, by name: what a `python -c` of it would give
+(its exit status, stdout and stderr; an uncaught error's traceback, status 1)."""
+
+SNIPPETS["import"] = (
+    "import veriloop\n"
+    "from veriloop import DOMAINS\n"
+    "list(DOMAINS)\n"
+    f"print(sorted(m for m in sys.modules if m.partition('.')[0] in {set(EXTRA_MODULES)!r}))\n"
+)
 
 
-def test_import_veriloop_imports_no_extra() -> None:
-    proc = core_only_process(code=(
-        "import veriloop\n"
-        "from veriloop import DOMAINS\n"
-        "list(DOMAINS)\n"
-        f"print(sorted(m for m in sys.modules if m.partition('.')[0] in {set(EXTRA_MODULES)!r}))\n"
-    ))
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "[]\n", "")
+def test_import_veriloop_imports_no_extra(core_only) -> None:
+    assert core_only["import"] == (0, "[]\n", "")
 
 
-HELP_WALK = """\
+SNIPPETS["help walk"] = """\
 import contextlib, io, json
 import typer.main
 from veriloop.cli import app
@@ -193,32 +206,36 @@ for path in walk(typer.main.get_command(app), []):
     codes[" ".join(path)] = [code, "Usage: veriloop" in out.getvalue()]
 print(json.dumps(codes))
 """
+# What core_only_process("--help") runs: `python -m veriloop --help`.
+SNIPPETS["python -m veriloop --help"] = (
+    "import runpy\nsys.argv = ['veriloop', '--help']\nrunpy.run_module('veriloop', run_name='__main__', alter_sys=True)\n"
+)
 
 
-def test_every_help_works_with_the_core_alone() -> None:
-    proc = core_only_process(code=HELP_WALK)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    codes = json.loads(proc.stdout)
+def test_every_help_works_with_the_core_alone(core_only) -> None:
+    status, stdout, stderr = core_only["help walk"]
+    assert status == 0 and "Traceback" not in stderr, stderr
+    codes = json.loads(stdout)
     assert {"", "run", "verify", "import", "models list", "reproduce critic", "tools run"} <= set(codes)
     assert {path: result for path, result in codes.items() if result != [0, True]} == {}
-    real = core_only_process("--help")
-    assert real.returncode == 0 and real.stdout.startswith("Usage: python -m veriloop ") and real.stderr == ""
+    status, stdout, stderr = core_only["python -m veriloop --help"]
+    assert status == 0 and stdout.startswith("Usage: python -m veriloop ") and stderr == ""
 
 
 LISTINGS = [("plugins",), ("tools", "list"), ("run", "--help"), ("verify", "nope"),
             ("run", "--model", "no-such-model", "-n", "1")]
-"""Commands run with the core alone in the interpreter of WITHOUT_EXTRAS (see _ONE_BY_ONE)."""
+"""Commands run with the core alone in the core-only interpreter."""
 
 
-def test_listings_mark_what_needs_an_extra(without_extras) -> None:
-    plugins = without_extras[("plugins",)]
+def test_listings_mark_what_needs_an_extra(core_only) -> None:
+    plugins = core_only[("plugins",)]
     assert plugins.returncode == 0, plugins.stderr
     assert re.search(r"^  blocksworld \(needs veriloop\[planning\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  toxicity \(needs veriloop\[critic\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  ray \(needs veriloop\[ray\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  smollm2-135m \(needs veriloop\[local\]\) +veriloop$", plugins.stdout, re.M)
     assert re.search(r"^  game24 +veriloop$", plugins.stdout, re.M)
-    tools = without_extras[("tools", "list")]
+    tools = core_only[("tools", "list")]
     assert tools.returncode == 0, tools.stderr
     assert tools.stdout.splitlines()[-2:] == [
         "toxicity (needs veriloop[critic]): pip install 'veriloop[critic]'",
@@ -226,15 +243,16 @@ def test_listings_mark_what_needs_an_extra(without_extras) -> None:
         "(see `veriloop tools run --help`)",
     ]
     assert tools.stdout.startswith("python: ")
-    help_text = " ".join(without_extras[("run", "--help")].stdout.split())
+    help_text = " ".join(core_only[("run", "--help")].stdout.split())
     assert ("game24, blocksworld (needs veriloop[planning]), mystery_blocksworld (needs veriloop[planning]), "
             "coloring (needs veriloop[planning]), planning (needs veriloop[planning]), gsm8k") in help_text
-    assert_one_line_error(without_extras[("verify", "nope")], "choose one of: game24, blocksworld (needs "
+    assert_one_line_error(core_only[("verify", "nope")], "choose one of: game24, blocksworld (needs "
                           "veriloop[planning]),", "toxicity (needs veriloop[critic]), humaneval")
 
 
 def test_listings_mark_nothing_with_every_extra() -> None:
-    proc = core_only_process("plugins", blocked=())
+    # Every extra is installed here: this process is what a full install gives.
+    proc = veriloop("plugins")
     assert proc.returncode == 0 and "needs veriloop" not in proc.stdout
 
 
@@ -262,25 +280,167 @@ WITHOUT_EXTRAS = [
      the_line("inspect", "veriloop import --format inspect", "inspect_ai")),
 ]
 
-# Every command of WITHOUT_EXTRAS and LISTINGS in one core-only interpreter, each through
-# the CLI's main() in its own folder and VERILOOP_HOME (helpers.veriloop): sixteen
-# interpreters importing veriloop cost 10-40 s. No extra's module can be imported by any
-# of them, so none can change what a later one finds missing.
-_ONE_BY_ONE = """
-import json
+
+@pytest.mark.parametrize(("args", "line"), WITHOUT_EXTRAS)
+def test_a_feature_without_its_extra_is_one_line(core_only, args, line) -> None:
+    proc = core_only[args]
+    assert_one_line_error(proc)
+    assert proc.stderr.strip() == line
+
+
+def test_an_unknown_model_is_still_unknown_without_llama_cpp(core_only) -> None:
+    assert_one_line_error(core_only[("run", "--model", "no-such-model", "-n", "1")], "unknown model 'no-such-model'")
+
+
+SNIPPETS["api"] = (  # in its folder, beside x.gguf
+    "import veriloop\n"
+    "for make in (lambda: veriloop.domain('coloring'), lambda: veriloop.model('llamacpp/x.gguf')):\n"
+    "    try:\n"
+    "        make()\n"
+    "    except veriloop.VeriloopError as exc:\n"
+    "        print(type(exc).__name__, exc)\n"
+)
+
+
+def test_the_api_says_the_same(core_only) -> None:
+    status, stdout, stderr = core_only["api"]
+    assert status == 0, stderr
+    assert stdout.splitlines() == [
+        "MissingExtra " + the_line("planning", "the domain 'coloring'", PLANNING).removeprefix("error: "),
+        "MissingExtra " + the_line("local", "the local model 'llamacpp/x.gguf'", "llama_cpp").removeprefix("error: "),
+    ]
+
+
+# A template dropped into planning/templates/ is a domain of its name (here: its folder,
+# holding mine.toml; the package's own folder is put back after).
+SNIPPETS["template"] = (
+    "import veriloop, veriloop.domains.planning as planning\n"
+    "from pathlib import Path\n"
+    "templates, planning.TEMPLATES = planning.TEMPLATES, Path.cwd()\n"
+    "try:\n"
+    "    veriloop.domain('mine')\n"
+    "except veriloop.VeriloopError as exc:\n"
+    "    print(exc)\n"
+    "finally:\n"
+    "    planning.TEMPLATES = templates\n"
+)
+
+
+def test_a_planning_template_name_needs_the_extra(core_only) -> None:
+    status, stdout, stderr = core_only["template"]
+    assert status == 0, stderr
+    assert stdout == the_line("planning", "the domain 'mine'", PLANNING).removeprefix("error: ") + "\n"
+
+
+FIGURES = ("accuracy_vs_solutions.png", "accuracy_vs_tokens.png", "roc.png")
+SKIPPED = ("note: accuracy_vs_solutions.png, accuracy_vs_tokens.png and roc.png not drawn: figures need veriloop's "
+           "extra 'plots' (missing: matplotlib); pip install 'veriloop[plots]' and run the command again to draw them")
+SNIPPETS["reproduction"] = (  # in its folder, beside payload.json
+    "import json\nfrom pathlib import Path\nfrom veriloop.reproduce.selfcheck import write_outputs\n"
+    "out = Path('out')\nout.mkdir()\n"
+    "write_outputs(out, json.loads(Path('payload.json').read_text()), 'gsm8k', 'm')\n"
+)
+
+
+def test_a_reproduction_writes_its_tables_without_figures(core_only) -> None:
+    assert (core_only["reproduction"][0], core_only["reproduction"][2]) == (0, SKIPPED + "\n")
+    assert sorted(p.name for p in (core_only.folder("reproduction") / "out").iterdir()) == [
+        "reproduction.json", "selfcheck.csv", "selfcheck.md"]
+
+
+SNIPPETS["figure"] = (
+    "from pathlib import Path\nfrom veriloop.stats.frontier import FrontierPanel, FrontierPoint, plot_frontier\n"
+    "from veriloop.errors import VeriloopError\n"
+    "try:\n"
+    "    plot_frontier(Path('f.png'), [FrontierPanel('t', [FrontierPoint('a', 10.0, 0.5, 0.4, 0.6)])])\n"
+    "except VeriloopError as exc:\n"
+    "    print(exc)\n"
+)
+
+
+def test_a_function_whose_job_is_a_figure_is_one_line(core_only) -> None:
+    assert core_only["figure"] == (0, the_line("plots", "drawing f.png", "matplotlib").removeprefix("error: ") + "\n",
+                                   "")
+    assert not (core_only.folder("figure") / "f.png").exists()
+
+
+# These two end in an uncaught error (a process would exit with it): last.
+SNIPPETS["amx"] = "from veriloop.models.amx import main\nmain()\n"
+
+
+def test_the_amx_server_says_which_extra(core_only) -> None:
+    status, _, stderr = core_only["amx"]
+    assert status == 1 and stderr == the_line(
+        "local", "python -m veriloop.models.amx (llama.cpp's server)", "llama_cpp") + "\n"
+
+
+SNIPPETS["coloring"] = "import veriloop.domains.coloring\n"
+
+
+def test_importing_the_coloring_package_is_one_line(core_only) -> None:
+    status, _, stderr = core_only["coloring"]
+    assert status == 1 and stderr.strip().splitlines()[-1] == "veriloop.errors.MissingExtra: " + (
+        the_line("planning", "the domain 'coloring'", PLANNING).removeprefix("error: "))
+
+
+# Run in the core-only interpreter: "import" first, then every command through the CLI's
+# main() (helpers.veriloop), then the other snippets in SNIPPETS' order. A snippet runs as
+# `python -c` would run it (sys in its globals, as core_only_process's prelude leaves it),
+# its streams, working directory and argv its own and put back after.
+_EVERYTHING = """
+import contextlib, io, json, os, traceback
+from pathlib import Path
+
+def snippet(code, folder):
+    out, err, here, argv = io.StringIO(), io.StringIO(), os.getcwd(), sys.argv
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                exec(compile(code, "<string>", "exec"), {{"__name__": "__main__", "sys": sys}})
+                status = 0
+            except SystemExit as exc:  # as the interpreter ends on it
+                status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if not isinstance(exc.code, int | None):
+                    print(exc.code, file=sys.stderr)
+            except BaseException:
+                traceback.print_exc()
+                status = 1
+    finally:
+        os.chdir(here)
+        sys.argv = argv
+    return [status, out.getvalue(), err.getvalue()]
+
+snippets = {snippets!r}
+done = {{"import": snippet(*snippets.pop("import"))}}
 sys.path.insert(0, {tests!r})
 from helpers import veriloop
-done = []
+commands = []
 for args, folder in {cases!r}:
     proc = veriloop(*args, home=Path(folder) / "home", cwd=Path(folder), stdin="hello")
-    done.append([proc.returncode, proc.stdout, proc.stderr])
-print(json.dumps(done))
+    commands.append([proc.returncode, proc.stdout, proc.stderr])
+done.update((name, snippet(code, folder)) for name, (code, folder) in snippets.items())
+print(json.dumps([commands, done]))
 """
 
 
+class CoreOnly(dict):  # type: ignore[type-arg]
+    """What each command (by its arguments: a CompletedProcess) and each snippet (by its
+    name: exit status, stdout, stderr) gave with the core alone; `folder(name)`: a
+    snippet's working directory."""
+
+    def __init__(self, results: dict[object, object], folders: dict[str, Path]) -> None:
+        super().__init__(results)
+        self._folders = folders
+
+    def folder(self, name: str) -> Path:
+        return self._folders[name]
+
+
 @pytest.fixture(scope="module")
-def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
-    """What each command of WITHOUT_EXTRAS and LISTINGS gave with the core alone, by its arguments."""
+def core_only(tmp_path_factory: pytest.TempPathFactory) -> CoreOnly:
+    from veriloop.reproduce.selfcheck import analyse
+
     commands = [args for args, _ in WITHOUT_EXTRAS] + LISTINGS
     cases = []
     for i, args in enumerate(commands):
@@ -288,99 +448,17 @@ def without_extras(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
         (folder / "model.gguf").write_bytes(b"GGUF")
         (folder / "answers.jsonl").write_text(GAME24_LINE)
         cases.append((list(args), str(folder)))
-    code = "from pathlib import Path\n" + _ONE_BY_ONE.format(tests=str(ROOT / "tests"), cases=cases)
-    proc = core_only_process(code=code)
-    assert proc.returncode == 0, proc.stderr
-    done = json.loads(proc.stdout.splitlines()[-1])
-    return {args: subprocess.CompletedProcess(args, *result) for args, result in zip(commands, done, strict=True)}
-
-
-@pytest.mark.parametrize(("args", "line"), WITHOUT_EXTRAS)
-def test_a_feature_without_its_extra_is_one_line(without_extras, args, line) -> None:
-    proc = without_extras[args]
-    assert_one_line_error(proc)
-    assert proc.stderr.strip() == line
-
-
-def test_an_unknown_model_is_still_unknown_without_llama_cpp(without_extras) -> None:
-    assert_one_line_error(without_extras[("run", "--model", "no-such-model", "-n", "1")], "unknown model 'no-such-model'")
-
-
-def test_the_api_says_the_same(tmp_path) -> None:
-    (tmp_path / "x.gguf").write_bytes(b"GGUF")
-    proc = core_only_process(code=(
-        "import veriloop\n"
-        "for make in (lambda: veriloop.domain('coloring'), lambda: veriloop.model('llamacpp/x.gguf')):\n"
-        "    try:\n"
-        "        make()\n"
-        "    except veriloop.VeriloopError as exc:\n"
-        "        print(type(exc).__name__, exc)\n"
-    ), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [
-        "MissingExtra " + the_line("planning", "the domain 'coloring'", PLANNING).removeprefix("error: "),
-        "MissingExtra " + the_line("local", "the local model 'llamacpp/x.gguf'", "llama_cpp").removeprefix("error: "),
-    ]
-
-
-def test_importing_the_coloring_package_is_one_line() -> None:
-    proc = core_only_process(code="import veriloop.domains.coloring\n")
-    assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1] == "veriloop.errors.MissingExtra: " + (
-        the_line("planning", "the domain 'coloring'", PLANNING).removeprefix("error: "))
-
-
-def test_a_planning_template_name_needs_the_extra(tmp_path) -> None:
-    # A template dropped into planning/templates/ is a domain of its name.
-    (tmp_path / "mine.toml").write_text("")
-    proc = core_only_process(code=(
-        "import veriloop, veriloop.domains.planning as planning\n"
-        "from pathlib import Path\n"
-        f"planning.TEMPLATES = Path({str(tmp_path)!r})\n"
-        "try:\n"
-        "    veriloop.domain('mine')\n"
-        "except veriloop.VeriloopError as exc:\n"
-        "    print(exc)\n"
-    ))
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == the_line("planning", "the domain 'mine'", PLANNING).removeprefix("error: ") + "\n"
-
-
-def test_the_amx_server_says_which_extra() -> None:
-    proc = core_only_process(code="from veriloop.models.amx import main\nmain()\n")
-    assert proc.returncode == 1 and proc.stderr == the_line(
-        "local", "python -m veriloop.models.amx (llama.cpp's server)", "llama_cpp") + "\n"
-
-
-FIGURES = ("accuracy_vs_solutions.png", "accuracy_vs_tokens.png", "roc.png")
-SKIPPED = ("note: accuracy_vs_solutions.png, accuracy_vs_tokens.png and roc.png not drawn: figures need veriloop's "
-           "extra 'plots' (missing: matplotlib); pip install 'veriloop[plots]' and run the command again to draw them")
-
-
-def test_a_reproduction_writes_its_tables_without_figures(tmp_path) -> None:
-    from veriloop.reproduce.selfcheck import analyse
-
+    folders = {name: tmp_path_factory.mktemp(f"snippet-{i}") for i, name in enumerate(SNIPPETS)}
+    (folders["api"] / "x.gguf").write_bytes(b"GGUF")
+    (folders["template"] / "mine.toml").write_text("")
     payload = analyse([], [], "gsm8k", "test-model", solutions=2, m=3, seed=0)
     payload["settings"] = {"temperature": 0.7, "max_steps": 8, "lambda_contradict": 1.0, "lambda_unrelated": 0.3}
-    (tmp_path / "payload.json").write_text(json.dumps(payload))
-    proc = core_only_process(code=(
-        "import json\nfrom pathlib import Path\nfrom veriloop.reproduce.selfcheck import write_outputs\n"
-        f"out = Path({str(tmp_path / 'out')!r})\nout.mkdir()\n"
-        f"write_outputs(out, json.loads(Path({str(tmp_path / 'payload.json')!r}).read_text()), 'gsm8k', 'm')\n"
-    ))
-    assert (proc.returncode, proc.stderr) == (0, SKIPPED + "\n")
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["reproduction.json", "selfcheck.csv",
-                                                                     "selfcheck.md"]
-
-
-def test_a_function_whose_job_is_a_figure_is_one_line(tmp_path) -> None:
-    proc = core_only_process(code=(
-        "from pathlib import Path\nfrom veriloop.stats.frontier import FrontierPanel, FrontierPoint, plot_frontier\n"
-        "from veriloop.errors import VeriloopError\n"
-        "try:\n"
-        f"    plot_frontier(Path({str(tmp_path / 'f.png')!r}), [FrontierPanel('t', [FrontierPoint('a', 10.0, 0.5, 0.4, 0.6)])])\n"
-        "except VeriloopError as exc:\n"
-        "    print(exc)\n"
-    ))
-    assert (proc.returncode, proc.stdout, proc.stderr) == (
-        0, the_line("plots", "drawing f.png", "matplotlib").removeprefix("error: ") + "\n", "")
-    assert not (tmp_path / "f.png").exists()
+    (folders["reproduction"] / "payload.json").write_text(json.dumps(payload))
+    snippets = {name: (code, str(folders[name])) for name, code in SNIPPETS.items()}
+    proc = core_only_process(code=_EVERYTHING.format(tests=str(ROOT / "tests"), cases=cases, snippets=snippets))
+    assert proc.returncode == 0, proc.stderr
+    done, ran = json.loads(proc.stdout.splitlines()[-1])
+    results: dict[object, object] = {
+        args: subprocess.CompletedProcess(args, *result) for args, result in zip(commands, done, strict=True)}
+    results.update((name, tuple(result)) for name, result in ran.items())
+    return CoreOnly(results, folders)

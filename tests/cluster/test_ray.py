@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, assert_one_line_error, core_only_process
+from helpers import assert_one_line_error, core_only_process
+from helpers import veriloop as veriloop_here
 from servers import SECRET
 
 import veriloop
@@ -367,10 +368,12 @@ def test_run_on_ray_writes_what_run_writes(tmp_path, ray_cluster, smollm2_path) 
 
 
 def test_executor_options_are_checked_before_anything_runs(tmp_path) -> None:
-    assert_one_line_error(veriloop_cli("run", "--executor", "spark", cwd=tmp_path), "--executor 'spark'",
+    # In this process: a refusal of the options is what is checked, not how a process ends.
+    assert_one_line_error(veriloop_here("run", "--executor", "spark", cwd=tmp_path), "--executor 'spark'",
                           "local or ray")
-    assert_one_line_error(veriloop_cli("run", "--address", "auto", cwd=tmp_path), "--address goes with --executor ray")
-    assert_one_line_error(veriloop_cli("eval", "smoke", "--shard-size", "2", cwd=tmp_path),
+    assert_one_line_error(veriloop_here("run", "--address", "auto", cwd=tmp_path),
+                          "--address goes with --executor ray")
+    assert_one_line_error(veriloop_here("eval", "smoke", "--shard-size", "2", cwd=tmp_path),
                           "--shard-size goes with --executor ray")
 
 
@@ -381,13 +384,17 @@ def test_without_ray_the_executor_says_how_to_install_it(tmp_path) -> None:
                            "install it with: pip install 'veriloop[ray]'\n")
 
 
-def test_a_ray_that_does_not_import_is_one_line(tmp_path) -> None:
+def test_a_ray_that_does_not_import_is_one_line(tmp_path, monkeypatch) -> None:
     hidden = tmp_path / "no-ray"
     (hidden / "ray").mkdir(parents=True)
     (hidden / "ray" / "__init__.py").write_text("raise ImportError('the ray package is broken')\n")
-    env = dict(os.environ, PYTHONPATH=f"{hidden}{os.pathsep}{ROOT / 'src'}")
-    proc = subprocess.run([sys.executable, "-m", "veriloop.cli", "run", "-n", "1", "--executor", "ray"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    # In this process, the broken ray first on the path and any ray imported before forgotten
+    # (both put back after the test): the failed import leaves no module behind.
+    for name in [name for name in sys.modules if name.partition(".")[0] == "ray"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(hidden))
+    proc = veriloop_here("run", "-n", "1", "--executor", "ray", cwd=tmp_path)
+    assert "ray" not in sys.modules
     assert_one_line_error(proc, "--executor ray: Ray is installed but does not import (the ray package is broken); "
                           "reinstall it with: pip install 'veriloop[ray]' --force-reinstall")
 

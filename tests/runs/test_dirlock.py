@@ -31,8 +31,8 @@ from veriloop.strategies import parse_strategy
 HOLDER = textwrap.dedent("""
     import asyncio, sys, time
     from pathlib import Path
-    import veriloop
     from veriloop.domains import get_domain
+    from veriloop.models.function import FunctionModel
     from veriloop.runs import runner
     from veriloop.strategies import parse_strategy
 
@@ -47,7 +47,9 @@ HOLDER = textwrap.dedent("""
             time.sleep(600)
         return "Answer: 24"
 
-    model = veriloop.model(answer, name="m", identity="m", cache=False, concurrency=1)
+    # The bare function model: veriloop.model() would import openai (half a second) to
+    # tell a client from a function.
+    model = FunctionModel(answer, name="m", identity="m", concurrency=1)
     domain = get_domain("game24")
     asyncio.run(runner.run_experiment(model, domain, [parse_strategy("standard")],
                                       domain.load_instances(None, n=20), Path(sys.argv[1]), concurrency=1))

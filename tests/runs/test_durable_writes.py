@@ -299,8 +299,8 @@ def test_a_failed_cache_commit_reaches_its_caller_and_stores_nothing_of_its_batc
 CHILD = textwrap.dedent("""
     import asyncio, sys, time
     from pathlib import Path
-    import veriloop
     from veriloop.domains import get_domain
+    from veriloop.models.function import FunctionModel
     from veriloop.runs import runner
     from veriloop.strategies import parse_strategy
 
@@ -319,7 +319,9 @@ CHILD = textwrap.dedent("""
         time.sleep(0.002 if calls <= 40 else 600)  # then hangs: the kill comes mid-run
         return "Answer: 24"
 
-    model = veriloop.model(answer, name="m", identity="m", cache=False, concurrency=4)
+    # The bare function model: veriloop.model() would import openai (half a second) to
+    # tell a client from a function.
+    model = FunctionModel(answer, name="m", identity="m", concurrency=4)
     domain = get_domain("game24")
     asyncio.run(runner.run_experiment(model, domain, [parse_strategy("standard")],
                                       domain.load_instances(None, n=int(sys.argv[2])), Path(sys.argv[1]),
