@@ -215,11 +215,19 @@ def reply(code: str) -> str:
     return f"```python\n{code.strip()}\n```"
 
 
+# A forgery that loops until the harness's alarm: shorter limits, since it spends each
+# one on a core and is run twice (a run with a timeout is not remembered); the alarm still
+# comes, test after test, and the verdict is wrong however late it comes.
+LOOPING = HumanEval(test_seconds=0.2, budget_seconds=0.4)
+LIMITS = {"its own SIGALRM handler forges the record when the harness's alarm comes": LOOPING}
+
+
 @pytest.mark.parametrize("name", list(FORGERIES))
 def test_a_forgery_is_scored_wrong(name):
-    verdict = QUICK.verify(ADD, reply(FORGERIES[name]))
+    domain = LIMITS.get(name, QUICK)
+    verdict = domain.verify(ADD, reply(FORGERIES[name]))
     assert (verdict.ok, verdict.score == 1.0) == (False, False), verdict
-    assert QUICK.score(ADD, reply(FORGERIES[name])) is False
+    assert domain.score(ADD, reply(FORGERIES[name])) is False
 
 
 def test_the_hidden_tests_cannot_be_read_from_disk():

@@ -24,8 +24,13 @@ the worker and decodes the reply into fresh plain values, so every comparison is
 here on values the candidate's code never touched. The worker keeps its state between
 calls of one run. A call that does not return within the test's time limit, or whose
 worker ends or answers out of protocol, fails; the worker is killed and a fresh one is
-started for the next call. The tests' budget starts with the first test: starting the
-worker and defining the function have one test's limit of their own.
+started for the next call. Starting a worker interpreter (up to its first message,
+"ready") is the harness's own work and is not timed: the alarm is held meanwhile, so a
+loaded machine's slow start cannot turn the definition or a test into a timeout. The
+tests' budget starts with the first test (defining the function has one test's limit of
+its own) and is charged what each test took, less a worker's start; a test that timed
+out is charged exactly its limit, so a function that loops in every test leaves the same
+tests unrun however slow the machine.
 
 The encoding (`_encode`, `_decode`): None, bool, int, float (nan and infinities too),
 complex, str, bytes, and lists, tuples, dicts, sets and frozensets of them, at most
@@ -340,6 +345,8 @@ def serve():
     os.dup2(null, 1)
     os.close(null)
     try:
+        # Started: what follows is the candidate's (the harness times it, not this start).
+        _reply(replies, {"ready": True})
         # The harness's messages are marshal (it is trusted; marshal needs no import);
         # the worker's are JSON, which the harness reads as data.
         config = marshal.loads(_message(requests))
@@ -427,6 +434,23 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
+# Seconds the current test's alarm was held (`_untimed`): the test is not charged for them.
+_held = [0.0]
+
+
+def _untimed(start):
+    """`start()` with the test's alarm held: starting a worker interpreter is the
+    harness's own work, which a loaded machine slows, not the candidate's."""
+    left, interval = _signal.setitimer(_signal.ITIMER_REAL, 0)
+    began = time.monotonic()
+    try:
+        return start()
+    finally:
+        _held[0] += time.monotonic() - began
+        if left > 0:
+            _signal.setitimer(_signal.ITIMER_REAL, left, interval)
+
+
 def _send(fd, message):
     _frame(fd, marshal.dumps(message))
 
@@ -495,7 +519,29 @@ class _Remote:
         self.serial = 0
 
     def start(self):
-        """Start a worker and define the candidate in it; the definition's reply."""
+        """Start a worker (untimed: `_untimed`) and define the candidate in it (timed);
+        the definition's reply."""
+        _untimed(self.spawn)  # OSError: no process to be had
+        try:
+            ready = _untimed(self.boot)
+            if ready.get("ready") is not True:
+                raise ValueError("not ready")
+            _send(self.requests, {"context": self.config.get("context", ""), "code": self.config["code"],
+                                  "entry_point": self.config["entry_point"], "field_chars": self.field,
+                                  "path": list(sys.path)})
+            reply = _receive(self.replies)
+        except (_Closed, OSError, ValueError):
+            return {"error": {"kind": "definition_error", "message": "running the code that defines the function "
+                              "failed: " + _ended(self.stop())}}
+        except BaseException:
+            self.stop()
+            raise
+        if reply.get("defined") is not True:
+            self.stop()
+        return reply
+
+    def spawn(self):
+        """A fresh worker interpreter, not yet given the worker's code."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         try:
@@ -520,21 +566,11 @@ class _Remote:
         os.close(request_r)
         os.close(reply_w)
         self.pid, self.requests, self.replies = pid, request_w, reply_r
-        try:
-            _frame(request_w, self.config["worker"])
-            _send(request_w, {"context": self.config.get("context", ""), "code": self.config["code"],
-                              "entry_point": self.config["entry_point"], "field_chars": self.field,
-                              "path": list(sys.path)})
-            reply = _receive(self.replies)
-        except (_Closed, OSError, ValueError):
-            return {"error": {"kind": "definition_error", "message": "running the code that defines the function "
-                              "failed: " + _ended(self.stop())}}
-        except BaseException:
-            self.stop()
-            raise
-        if reply.get("defined") is not True:
-            self.stop()
-        return reply
+
+    def boot(self):
+        """The worker's code sent to the interpreter `spawn` started; its first message."""
+        _frame(self.requests, self.config["worker"])
+        return _receive(self.replies)
 
     def stop(self):
         """Kill the worker (its whole group) and reap it; its wait status (0 if none)."""
@@ -730,7 +766,7 @@ class Harness:
         self.config = config
         self.field = int(config.get("field_chars", 300))
         self.budget = float(config.get("budget_seconds", 6.0))
-        self.deadline = time.monotonic() + self.budget
+        self.left = self.budget
         self.test_seconds = float(config.get("test_seconds", 3.0))
         self.entry = config["entry_point"]
         self.remote = _Remote(config, self.field)
@@ -754,19 +790,32 @@ class Harness:
     def timed(self, run, out):
         """Run `run()` under the alarm with its printed output going to `out`; raises
         _Timeout when it takes too long, _BudgetSpent when the harness's whole budget is
-        spent before it starts."""
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
+        spent before it starts. The budget is charged what each test took (less a
+        worker's start), a test that timed out exactly its limit: a loop that times out
+        test after test leaves the same tests unrun however slow the machine."""
+        if self.left <= 0:
             raise _BudgetSpent()
+        limit = min(self.test_seconds, self.left)
         saved = sys.stdout
         sys.stdout = out
+        _held[0] = 0.0
+        began = time.monotonic()
+        charged = limit
         # Re-armed every 50 ms: a test that swallows one alarm meets the next.
-        _signal.setitimer(_signal.ITIMER_REAL, min(self.test_seconds, remaining), 0.05)
+        _signal.setitimer(_signal.ITIMER_REAL, limit, 0.05)
         try:
-            return run()
+            result = run()
+            charged = min(limit, time.monotonic() - began - _held[0])
+            return result
+        except _Timeout:
+            raise
+        except BaseException:
+            charged = min(limit, time.monotonic() - began - _held[0])
+            raise
         finally:
             _signal.setitimer(_signal.ITIMER_REAL, 0)
             sys.stdout = saved
+            self.left -= charged
 
     def test_line(self, tb, table):
         """What to show for the test an exception came from: its assert, else its line."""
@@ -885,7 +934,7 @@ class Harness:
         report["output"] = defined
         # The budget is the tests': starting the worker and defining the function have
         # the one test's limit of their own.
-        self.deadline = time.monotonic() + self.budget
+        self.left = self.budget
         mode = self.config["mode"]
         try:
             if mode == "check":
