@@ -484,14 +484,8 @@ def test_negative_preconditions_are_checked(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ VAL agreement
 
 
-def _val(domain_file: str, problem_file: str, plan: list[GroundAction], tmp: Path, k: int) -> tuple[bool, int | None]:
-    plan_file = tmp / f"plan-{k}.txt"
-    plan_file.write_text(pddl_plan(plan) + "\n")
-    assert VALIDATE is not None
-    command = [str(VALIDATE), "-v", domain_file, problem_file, str(plan_file)]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    text = out.stdout + out.stderr
-    if "Plan valid" in text and out.returncode == 0:
+def _val_verdict(text: str) -> tuple[bool, int | None]:
+    if "Plan valid" in text:
         return True, None
     failed = re.search(r"has an unsatisfied precondition at time (\d+)", text)
     if failed:
@@ -499,6 +493,32 @@ def _val(domain_file: str, problem_file: str, plan: list[GroundAction], tmp: Pat
     if any(s in text for s in ("Goal not satisfied", "Plan failed", "Plan invalid", "Bad operator")):
         return False, None
     raise AssertionError(f"unrecognised VAL output:\n{text[-800:]}")
+
+
+def _val_many(
+    domain_file: str, problem_file: str, plans: list[list[GroundAction]], tmp: Path, tag: str
+) -> list[tuple[bool, int | None]]:
+    """VAL's verdict on each plan: one Validate process checks them all, each plan from the
+    problem's initial state in a section of its own (a process per plan cost 600 starts)."""
+    names = []
+    for k, plan in enumerate(plans):
+        plan_file = tmp / f"plan-{tag}-{k}.txt"
+        plan_file.write_text(pddl_plan(plan) + "\n")
+        names.append(plan_file.name)
+    assert VALIDATE is not None
+    command = [str(VALIDATE), "-v", domain_file, problem_file, *(str(tmp / name) for name in names)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    body, summary, failed_list = text.partition("\nFailed plans:")
+    body = body.split("\nSuccessful plans:")[0]
+    sections = re.split(r"^Checking plan: ", body, flags=re.MULTILINE)[1:]
+    assert [s.split("\n", 1)[0].strip().rsplit("/", 1)[-1] for s in sections] == names, text[-800:]
+    verdicts = [_val_verdict(s) for s in sections]
+    # The summary and the exit status say the same as the sections.
+    failed = {n.rsplit("/", 1)[-1] for n in failed_list.split()} if summary else set()
+    assert failed == {n for n, (ok, _) in zip(names, verdicts) if not ok}, text[-800:]
+    assert (out.returncode == 0) == all(ok for ok, _ in verdicts), text[-800:]
+    return verdicts
 
 
 def _test_plans(task: Task, plan: list[GroundAction], rng: random.Random) -> list[tuple[str, list[GroundAction]]]:
@@ -557,9 +577,12 @@ def test_verifier_agrees_with_val_on_every_plan(tmp_path: Path, bw_instances, my
     for domain, instances in ((BW, bw_instances), (MY, my_instances)):
         for inst in instances:
             task = task_of(domain, inst)
-            for kind, plan in _test_plans(task, reference(inst), rng):
-                k += 1
-                val_ok, val_step = _val(inst.data["domain_source"], inst.data["problem_source"], plan, tmp_path, k)
+            plans = _test_plans(task, reference(inst), rng)
+            k += 1
+            verdicts = _val_many(
+                inst.data["domain_source"], inst.data["problem_source"], [p for _, p in plans], tmp_path, str(k)
+            )
+            for (kind, plan), (val_ok, val_step) in zip(plans, verdicts, strict=True):
                 ours = domain.verify(inst, nl(domain, inst, plan))
                 assert ours.ok == val_ok, (inst.id, kind, pddl_plan(plan), ours.errors)
                 assert domain.verify(inst, pddl_plan(plan)).ok == val_ok
@@ -582,8 +605,9 @@ def test_generated_problems_and_own_domain_pass_val(tmp_path: Path) -> None:
         problem = tmp_path / f"{p.name}.pddl"
         problem.write_text(p.problem_pddl)
         plan = [GroundAction(s[1:-1].split()[0], tuple(s[1:-1].split()[1:])) for s in p.plan]
-        assert _val(domain_file, str(problem), plan, tmp_path, k) == (True, None)
-        assert _val(domain_file, str(problem), plan[:-1], tmp_path, k)[0] is False
+        full, short = _val_many(domain_file, str(problem), [plan, plan[:-1]], tmp_path, str(k))
+        assert full == (True, None)
+        assert short[0] is False
 
 
 # ------------------------------------------------------------------ generation
