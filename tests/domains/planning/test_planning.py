@@ -1011,3 +1011,30 @@ def test_a_problem_read_twice_is_the_same_and_an_unreadable_one_names_each_sourc
     for source in ("one.pddl", "two.pddl"):
         with pytest.raises(DataFileError, match=rf"^{source}, line 5: not a readable PDDL problem"):
             parse_problem(broken, source, domain)
+
+
+def test_ground_actions_are_every_typed_combination_in_order_and_a_new_list_each_time() -> None:
+    domain = parse_domain(
+        "(define (domain trucks) (:requirements :strips :typing)\n"
+        " (:types truck place - object city - place)\n"
+        " (:predicates (at ?t ?p) (link ?a ?b))\n"
+        " (:action drive :parameters (?t - truck ?from - place ?to - place)\n"
+        "  :precondition (and (at ?t ?from) (link ?from ?to)) :effect (and (at ?t ?to) (not (at ?t ?from))))\n"
+        " (:action honk :parameters (?t - truck) :precondition (and) :effect (and)))",
+        "trucks",
+    )
+    problem = parse_problem(
+        "(define (problem p) (:domain trucks) (:objects t1 t2 - truck home - place rome - city)\n"
+        " (:init (at t1 home) (link home rome)) (:goal (and (at t1 rome))))",
+        "p",
+        domain,
+    )
+    task = Task(domain, problem)
+    places, trucks = ["home", "rome"], ["t1", "t2"]
+    expected = [GroundAction("drive", (t, a, b)) for t in trucks for a in places for b in places]
+    expected += [GroundAction("honk", (t,)) for t in trucks]
+    first = task.ground_actions()
+    assert first == expected
+    first.clear()
+    assert task.ground_actions() == expected
+    assert task.ground_actions() is not task.ground_actions()
