@@ -508,8 +508,9 @@ def _val_many(
     assert VALIDATE is not None
     command = [str(VALIDATE), "-v", domain_file, problem_file, *(str(tmp / name) for name in names)]
     out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    # The sections and the summary are on stdout; stderr only goes into the messages.
     text = out.stdout + out.stderr
-    body, summary, failed_list = text.partition("\nFailed plans:")
+    body, summary, failed_list = out.stdout.partition("\nFailed plans:")
     body = body.split("\nSuccessful plans:")[0]
     sections = re.split(r"^Checking plan: ", body, flags=re.MULTILINE)[1:]
     assert [s.split("\n", 1)[0].strip().rsplit("/", 1)[-1] for s in sections] == names, text[-800:]
