@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections import deque
 from pathlib import Path
 
 import veriloop
@@ -36,33 +37,52 @@ def modules(root: Path) -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """The ids of the nodes inside `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) bodies."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            for statement in node.body:
-                skipped.update(id(inner) for inner in ast.walk(statement))
-    return skipped
+# A statement's ancestors are statements, except handlers and match cases: walking these
+# alone meets every import (a statement) without descending into the expressions, most of
+# a tree's nodes, and in ast.walk's breadth-first order, since a node keeps its depth.
+_STATEMENT_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
 # Several tests read each module's imports: parsing was half of the module's time. The
-# imports are kept, not the trees (holding every tree made each garbage collection slower).
+# imports are kept, not the trees (holding every tree made each garbage collection slower);
+# each file is parsed once for both readings and for is_shim.
+@functools.cache
+def _module_facts(path: Path) -> tuple[tuple[tuple[ast.Import | ast.ImportFrom, bool], ...], bool]:
+    """The module's import statements in ast.walk's order, each with whether it lies inside
+    `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`); and whether the module is a shim."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    shim = any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__"
+                                                    for t in node.targets)
+               for node in tree.body)
+    found = []
+    queue: deque[tuple[ast.AST, bool]] = deque([(tree, False)])
+    while queue:
+        node, under = queue.popleft()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, under))
+        guarded = {id(s) for s in node.body} if isinstance(node, ast.If) and _is_type_checking(node.test) else ()
+        queue.extend((child, under or id(child) in guarded)
+                     for child in ast.iter_child_nodes(node) if isinstance(child, _STATEMENT_NODES))
+    return tuple(found), shim
+
+
 @functools.cache
 def import_statements(name: str, path: Path, package: bool, *, type_checking: bool = False,
                       ) -> tuple[tuple[str, list[str], int], ...]:
     """Each import of the module: (the module it names, the names it takes, line); relative
     imports resolved. Statements under TYPE_CHECKING are left out unless `type_checking`."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = set() if type_checking else _type_checking_only(tree)
     here = name if package else name.rpartition(".")[0]
     found = []
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+    for node, under in _module_facts(path)[0]:
+        if under and not type_checking:
             continue
         if isinstance(node, ast.Import):
             found += [(alias.name, [], node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             if node.level:
                 base = here.split(".")[: len(here.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
@@ -219,12 +239,9 @@ def readme_layers() -> list[list[str]]:
     return rows
 
 
-@functools.cache
 def is_shim(path: Path) -> bool:
     """A module kept at an old path for one release: it only re-exports its new module."""
-    return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__"
-                                                    for t in node.targets)
-               for node in ast.parse(path.read_text(encoding="utf-8")).body)
+    return _module_facts(path)[1]
 
 
 def top_level_parts(root: Path) -> dict[str, str]:

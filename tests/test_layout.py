@@ -45,7 +45,13 @@ def all_test_files() -> list[Path]:
 def imported_names(path: Path) -> set[str]:
     """The top-level name of every module `path` imports, at any depth of its code."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    # Imports are statements, and a statement's ancestors are statements, handlers or match
+    # cases: the walk skips the expressions, most of a tree.
+    queue = [ast.parse(path.read_text(), str(path))]
+    while queue:
+        node = queue.pop()
+        queue.extend(child for child in ast.iter_child_nodes(node)
+                     if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

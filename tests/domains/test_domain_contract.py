@@ -281,7 +281,11 @@ _EXTRA_HOOKS = HOOKS - PROTOCOL
 
 def domain_probes(source: str) -> list[str]:
     """The getattr/hasattr calls in `source` that ask a domain for a hook."""
-    found = []
+    found: list[str] = []
+    # A call of getattr or hasattr spells its name in the text (non-ASCII identifiers aside,
+    # which Python folds to ASCII): most modules need no tree.
+    if source.isascii() and "getattr" not in source and "hasattr" not in source:
+        return found
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")):
             continue

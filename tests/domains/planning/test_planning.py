@@ -484,14 +484,8 @@ def test_negative_preconditions_are_checked(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ VAL agreement
 
 
-def _val(domain_file: str, problem_file: str, plan: list[GroundAction], tmp: Path, k: int) -> tuple[bool, int | None]:
-    plan_file = tmp / f"plan-{k}.txt"
-    plan_file.write_text(pddl_plan(plan) + "\n")
-    assert VALIDATE is not None
-    command = [str(VALIDATE), "-v", domain_file, problem_file, str(plan_file)]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    text = out.stdout + out.stderr
-    if "Plan valid" in text and out.returncode == 0:
+def _val_verdict(text: str) -> tuple[bool, int | None]:
+    if "Plan valid" in text:
         return True, None
     failed = re.search(r"has an unsatisfied precondition at time (\d+)", text)
     if failed:
@@ -499,6 +493,33 @@ def _val(domain_file: str, problem_file: str, plan: list[GroundAction], tmp: Pat
     if any(s in text for s in ("Goal not satisfied", "Plan failed", "Plan invalid", "Bad operator")):
         return False, None
     raise AssertionError(f"unrecognised VAL output:\n{text[-800:]}")
+
+
+def _val_many(
+    domain_file: str, problem_file: str, plans: list[list[GroundAction]], tmp: Path, tag: str
+) -> list[tuple[bool, int | None]]:
+    """VAL's verdict on each plan: one Validate process checks them all, each plan from the
+    problem's initial state in a section of its own (a process per plan cost 600 starts)."""
+    names = []
+    for k, plan in enumerate(plans):
+        plan_file = tmp / f"plan-{tag}-{k}.txt"
+        plan_file.write_text(pddl_plan(plan) + "\n")
+        names.append(plan_file.name)
+    assert VALIDATE is not None
+    command = [str(VALIDATE), "-v", domain_file, problem_file, *(str(tmp / name) for name in names)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    # The sections and the summary are on stdout; stderr only goes into the messages.
+    text = out.stdout + out.stderr
+    body, summary, failed_list = out.stdout.partition("\nFailed plans:")
+    body = body.split("\nSuccessful plans:")[0]
+    sections = re.split(r"^Checking plan: ", body, flags=re.MULTILINE)[1:]
+    assert [s.split("\n", 1)[0].strip().rsplit("/", 1)[-1] for s in sections] == names, text[-800:]
+    verdicts = [_val_verdict(s) for s in sections]
+    # The summary and the exit status say the same as the sections.
+    failed = {n.rsplit("/", 1)[-1] for n in failed_list.split()} if summary else set()
+    assert failed == {n for n, (ok, _) in zip(names, verdicts) if not ok}, text[-800:]
+    assert (out.returncode == 0) == all(ok for ok, _ in verdicts), text[-800:]
+    return verdicts
 
 
 def _test_plans(task: Task, plan: list[GroundAction], rng: random.Random) -> list[tuple[str, list[GroundAction]]]:
@@ -557,9 +578,12 @@ def test_verifier_agrees_with_val_on_every_plan(tmp_path: Path, bw_instances, my
     for domain, instances in ((BW, bw_instances), (MY, my_instances)):
         for inst in instances:
             task = task_of(domain, inst)
-            for kind, plan in _test_plans(task, reference(inst), rng):
-                k += 1
-                val_ok, val_step = _val(inst.data["domain_source"], inst.data["problem_source"], plan, tmp_path, k)
+            plans = _test_plans(task, reference(inst), rng)
+            k += 1
+            verdicts = _val_many(
+                inst.data["domain_source"], inst.data["problem_source"], [p for _, p in plans], tmp_path, str(k)
+            )
+            for (kind, plan), (val_ok, val_step) in zip(plans, verdicts, strict=True):
                 ours = domain.verify(inst, nl(domain, inst, plan))
                 assert ours.ok == val_ok, (inst.id, kind, pddl_plan(plan), ours.errors)
                 assert domain.verify(inst, pddl_plan(plan)).ok == val_ok
@@ -582,8 +606,9 @@ def test_generated_problems_and_own_domain_pass_val(tmp_path: Path) -> None:
         problem = tmp_path / f"{p.name}.pddl"
         problem.write_text(p.problem_pddl)
         plan = [GroundAction(s[1:-1].split()[0], tuple(s[1:-1].split()[1:])) for s in p.plan]
-        assert _val(domain_file, str(problem), plan, tmp_path, k) == (True, None)
-        assert _val(domain_file, str(problem), plan[:-1], tmp_path, k)[0] is False
+        full, short = _val_many(domain_file, str(problem), [plan, plan[:-1]], tmp_path, str(k))
+        assert full == (True, None)
+        assert short[0] is False
 
 
 # ------------------------------------------------------------------ generation
@@ -987,3 +1012,49 @@ def test_a_problem_read_twice_is_the_same_and_an_unreadable_one_names_each_sourc
     for source in ("one.pddl", "two.pddl"):
         with pytest.raises(DataFileError, match=rf"^{source}, line 5: not a readable PDDL problem"):
             parse_problem(broken, source, domain)
+
+
+def test_ground_actions_are_every_typed_combination_in_order_and_a_new_list_each_time() -> None:
+    domain = parse_domain(
+        "(define (domain trucks) (:requirements :strips :typing)\n"
+        " (:types truck place - object city - place)\n"
+        " (:predicates (at ?t ?p) (link ?a ?b))\n"
+        " (:action drive :parameters (?t - truck ?from - place ?to - place)\n"
+        "  :precondition (and (at ?t ?from) (link ?from ?to)) :effect (and (at ?t ?to) (not (at ?t ?from))))\n"
+        " (:action honk :parameters (?t - truck) :precondition (and) :effect (and)))",
+        "trucks",
+    )
+    problem = parse_problem(
+        "(define (problem p) (:domain trucks) (:objects t1 t2 - truck home - place rome - city)\n"
+        " (:init (at t1 home) (link home rome)) (:goal (and (at t1 rome))))",
+        "p",
+        domain,
+    )
+    task = Task(domain, problem)
+    places, trucks = ["home", "rome"], ["t1", "t2"]
+    expected = [GroundAction("drive", (t, a, b)) for t in trucks for a in places for b in places]
+    expected += [GroundAction("honk", (t,)) for t in trucks]
+    first = task.ground_actions()
+    assert first == expected
+    first.clear()
+    assert task.ground_actions() == expected
+    assert task.ground_actions() is not task.ground_actions()
+
+
+def test_the_planners_plans_are_the_same_in_every_process() -> None:
+    # pyperplan breaks ties by the order of sets of strings, which follows the process's
+    # hash seed: these problems got other optimal plans under seeds 0 and 1.
+    import json
+    import os
+
+    script = (
+        "import json\nfrom veriloop.domains.planning.planner import generate_problems\n"
+        "print(json.dumps([p.plan for p in generate_problems(20, (3, 5), seed=11)]))"
+    )
+    plans = [
+        json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                  env={**os.environ, "PYTHONHASHSEED": seed}).stdout)
+        for seed in ("0", "1")
+    ]
+    here = [list(p.plan) for p in generate_problems(20, (3, 5), seed=11)]
+    assert plans == [here, here]

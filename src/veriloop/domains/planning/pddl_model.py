@@ -95,6 +95,7 @@ class Task:
         default_factory=dict, repr=False
     )
     _compiled: CompiledTask | None = field(default=None, repr=False)
+    _ground: tuple[GroundAction, ...] | None = field(default=None, repr=False)
 
     @property
     def objects(self) -> list[str]:
@@ -189,16 +190,20 @@ class Task:
         return out
 
     def ground_actions(self) -> list[GroundAction]:
-        """Every well-typed ground action, schemas in file order, arguments in object order."""
-        objects = self.objects
-        out: list[GroundAction] = []
-        for schema in self.domain.actions.values():
-            choices = [[o for o in objects if self.fits(o, t)] for t in schema.parameter_types]
-            combos: list[tuple[str, ...]] = [()]
-            for options in choices:
-                combos = [c + (o,) for c in combos for o in options]
-            out.extend(GroundAction(schema.name, c) for c in combos)
-        return out
+        """Every well-typed ground action, schemas in file order, arguments in object order:
+        a new list each call, built on the first (domain and problem never change)."""
+        if self._ground is None:
+            objects = self.objects
+            out: list[GroundAction] = []
+            for schema in self.domain.actions.values():
+                # One check per object and distinct parameter type, not per parameter.
+                fitting = {t: [o for o in objects if self.fits(o, t)] for t in set(schema.parameter_types)}
+                combos: list[tuple[str, ...]] = [()]
+                for t in schema.parameter_types:
+                    combos = [c + (o,) for c in combos for o in fitting[t]]
+                out.extend(GroundAction(schema.name, c) for c in combos)
+            self._ground = tuple(out)
+        return list(self._ground)
 
     def compiled(self) -> CompiledTask:
         """This task compiled for fast plan checks (`compiled.py`), built on first use."""

@@ -6,7 +6,8 @@ plans, pyperplan's in process first and Fast Downward's (the `up-fast-downward` 
 when installed) for problems pyperplan cannot finish within its share of the time limit.
 Both are optimal, so the optimal length never depends on which one answered. Every plan
 is re-checked by our own simulator before it is trusted, and each problem is solved at
-most once per process.
+most once per process. pyperplan searches its task in a fixed order (`_in_fixed_order`),
+so a problem gets the same plan in every process, whatever its hash seed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ DEFAULT_BLOCKS = (3, 5)
 # minutes and Fast Downward under a second.
 DEFAULT_TIME_LIMIT = 60.0
 # pyperplan's share of the limit when Fast Downward is there to take over: small problems
-# keep pyperplan's plans (those of earlier runs), large ones do not wait for it.
+# keep pyperplan's plans, large ones do not wait for it.
 PYPERPLAN_SHARE = 10.0
 _MEMO_SIZE = 4096
 
@@ -57,15 +58,51 @@ class _TimeUp(Exception):
     pass
 
 
+def _in_fixed_order(task: Any) -> None:
+    """Rewrite pyperplan's grounded `task` in place so that its search breaks every tie the
+    same way in every process: facts become integers in the order of their names and
+    operators are sorted by name. Its facts are strings in sets, whose order follows the
+    process's hash seed, and A* and LM-cut break ties by that order: the same problem got
+    another optimal plan in another process. An operator without preconditions gets one
+    fact that always holds (pyperplan would add a string fact for it)."""
+    from pyperplan.task import Operator
+
+    index = {fact: i for i, fact in enumerate(sorted(task.facts))}
+    always = len(index)
+
+    def ints(facts: Any) -> frozenset[int]:
+        return frozenset(index[f] for f in facts)
+
+    task.operators = [
+        Operator(op.name, ints(op.preconditions) or {always}, ints(op.add_effects), ints(op.del_effects))
+        for op in sorted(task.operators, key=lambda op: op.name)
+    ]
+    task.facts = {*index.values(), always}
+    task.initial_state = ints(task.initial_state) | {always}
+    task.goals = ints(task.goals)
+
+
 def _timed(heuristic_class: Any, deadline: float) -> Any:
     """`heuristic_class` that raises _TimeUp once past `deadline`: A* evaluates it at
-    every node, so pyperplan stops in process, without a thread or a signal."""
+    every node, so pyperplan stops in process, without a thread or a signal. It first puts
+    the task in a fixed order (`_in_fixed_order`): pyperplan hands the heuristic the task
+    it then searches."""
 
     class Timed(heuristic_class):  # type: ignore[misc, valid-type]
         def __init__(self, task: Any) -> None:
             if time.monotonic() > deadline:
                 raise _TimeUp
+            _in_fixed_order(task)
             super().__init__(task)
+            # LM-cut prints its facts by name and finds a fact again by it: a name of words.
+            for key, fact in list(self.relaxed_facts.items()):
+                if isinstance(key, int):
+                    fact.name = f"fact{key}"
+                    self.relaxed_facts[fact.name] = fact
+
+        def compute_hmax_from_last_cut(self, state: Any, last_cut: Any) -> Any:
+            # The cut is a set of objects, in the order of their addresses.
+            return super().compute_hmax_from_last_cut(state, sorted(last_cut, key=lambda op: op.name))
 
         def __call__(self, node: Any) -> Any:
             if time.monotonic() > deadline:
