@@ -20,6 +20,9 @@ tokens of one sample, in the strategy's colour, without its intervals (four band
 strategy would hide the points; the pool tables and the viewer give them). They show what
 k samples would buy, and are not strategies: the Pareto front is the strategies' points
 alone.
+
+The plot's constrained layout runs once, before saving: the PNG is byte for byte the one
+savefig's own layout pass gives (tests/stats/test_frontier.py compares them).
 """
 
 from __future__ import annotations

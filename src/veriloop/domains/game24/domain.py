@@ -1,7 +1,10 @@
 """The Game of 24 domain: puzzles (generated, easiest first, or the 4nums.com CSV),
 prompts, the sound checker, feedback, and the candidates and critique report of the
 studies. The solver, the safe evaluator and answer extraction are the package's other
-modules."""
+modules.
+
+The generated puzzles are solved and ordered once a process; each load gets fresh
+instances of them, its own to change."""
 
 from __future__ import annotations
 
