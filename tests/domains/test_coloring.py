@@ -127,6 +127,19 @@ def test_chromatic_number_rejects_a_bad_edge() -> None:
         chromatic_number(3, [(0, 3)])
     with pytest.raises(ValueError):
         chromatic_number(3, [(1, 1)])
+    # Refused every time, not only before an answer for the same n was kept.
+    chromatic_number(3, [(0, 1)])
+    with pytest.raises(ValueError):
+        chromatic_number(3, [(0, 3)])
+
+
+def test_a_kept_chromatic_number_gives_each_caller_its_own_colouring() -> None:
+    edges = [(0, 1), (1, 2), (2, 0), (2, 3)]
+    k, colouring = chromatic_number(4, edges)
+    kept = list(colouring)
+    colouring[0] = 99
+    assert chromatic_number(4, edges) == (3, kept)
+    assert chromatic_number(4, [list(e) for e in edges]) == (3, kept)  # edges as lists: the same graph
 
 
 # ------------------------------------------------------------------ parsing

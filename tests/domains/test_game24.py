@@ -150,6 +150,15 @@ def test_generated_instances_easiest_first() -> None:
     assert GAME.load_instances(None) == items  # deterministic
 
 
+def test_each_load_of_the_generated_puzzles_is_the_callers_own() -> None:
+    first = GAME.load_instances(None, n=2)
+    kept = [i.model_dump() for i in first]
+    first[0].data["numbers"].append(99)
+    first[1].data["solutions"] = -1
+    first[1].reference = "changed"
+    assert [i.model_dump() for i in GAME.load_instances(None, n=2)] == kept
+
+
 def test_negative_slice_is_a_user_error() -> None:
     with pytest.raises(VeriloopError):
         GAME.load_instances(None, n=-1)

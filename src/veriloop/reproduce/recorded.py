@@ -358,6 +358,20 @@ def _solved(verdicts: list[bool], rule: str) -> bool:
     return verdicts[0] if rule == "first" else verdicts[-1] if rule == "last" else any(verdicts)
 
 
+def _judge(domain: Any) -> Callable[[Instance, str], Any]:
+    """`domain.verify`, each (instance, answer) judged once: a recorded loop often repeats an
+    answer (a third of the Game of 24 replies are repeats). The verdicts are only read."""
+    judged: dict[tuple[str, str], Any] = {}
+
+    def verify(instance: Instance, answer: str) -> Any:
+        key = (instance.id, answer)
+        if key not in judged:
+            judged[key] = domain.verify(instance, answer)
+        return judged[key]
+
+    return verify
+
+
 def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, str], ...],
             keys_of: Callable[[dict[str, Any]], list[str]], instance_of: Callable[[str, dict[str, Any]], Instance],
             domain: Any, cause: Callable[[Instance, Any, str, Any], str]) -> list[Table1Cell]:
@@ -365,6 +379,7 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
     instances `keys_of` its responses names, each answer judged by the authors' stored
     verdict and by `domain`'s verifier, disagreements explained by `cause`."""
     cells = []
+    verify = _judge(domain)
     for label, folder_name, rule in conditions:
         folder = folder_of(folder_name)
         responses, evaluations = read_json(folder / "responses.json"), read_json(folder / "evaluations.json")
@@ -378,7 +393,7 @@ def _table1(folder_of: Callable[[str], Path], conditions: tuple[tuple[str, str, 
             instance = instance_of(key, responses[key])
             keys = answer_keys(responses[key])
             stored = [bool(evaluations[key].get(k)) for k in keys]
-            verdicts = [domain.verify(instance, responses[key][k]) for k in keys]
+            verdicts = [verify(instance, responses[key][k]) for k in keys]
             for k, verdict, theirs in zip(keys, verdicts, stored):
                 if verdict.ok != theirs:
                     disagreements.append(Disagreement(label, instance.id, theirs, verdict.ok, cause(
@@ -440,6 +455,7 @@ def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
     puzzles solved by an answer a sound verifier would stop at, by veriloop's verifier and
     by the authors' verdicts where they stored them."""
     domain = get_domain("game24")
+    verify = _judge(domain)
     cells = []
     for label, folder_name in GAME24_0613_CONDITIONS:
         folder = recorded / "game24" / "gpt-4-0613" / folder_name
@@ -454,7 +470,7 @@ def game24_0613_table1(recorded: Path) -> list[Table1Cell]:
             if not isinstance(answers, list) or not isinstance(prompts, list) or not prompts:
                 raise VeriloopError(f"{folder / 'responses.json'}, instance {key}: no lists of prompts and responses")
             instance = puzzle_instance(domain, key, prompts[0])
-            verdicts = [domain.verify(instance, str(answer)) for answer in answers]
+            verdicts = [verify(instance, str(answer)) for answer in answers]
             runs.append([v.ok for v in verdicts])
             ours += any(v.ok for v in verdicts)
             if evaluations is not None:

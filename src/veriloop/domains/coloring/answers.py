@@ -22,14 +22,30 @@ _PAIR_RE = re.compile(
 )
 
 
+# Replies up to this long are kept by the thousand: the authors' 7,011 distinct colouring
+# replies are all but seven at most 512 characters, and an import, each table and each
+# rescoring of the release read them again (a smaller cache than the release keeps none).
+# Bounded by length, the kept ones stay within some tens of MiB whatever a file holds.
+_SHORT_REPLY_CHARS = 512
+
+
 def colour_statements(text: str) -> list[tuple[int, int]]:
-    return list(_statements(text))
+    return list(_short_statements(text) if len(text) <= _SHORT_REPLY_CHARS else _statements(text))
+
+
+@lru_cache(maxsize=8192)
+def _short_statements(text: str) -> tuple[tuple[int, int], ...]:
+    return _read_statements(text)
 
 
 @lru_cache(maxsize=64)
 def _statements(text: str) -> tuple[tuple[int, int], ...]:
     # Cached: one reply is read by extract_answer, verify and score in turn (an import of
     # the authors' colouring runs read each of its replies three times).
+    return _read_statements(text)
+
+
+def _read_statements(text: str) -> tuple[tuple[int, int], ...]:
     return tuple((int(m.group(1)), int(m.group(2))) for m in _PAIR_RE.finditer(text.translate(STRIP_MARKUP)))
 
 

@@ -1,9 +1,14 @@
 """The exact chromatic number of a graph, by an incremental SAT search (glucose4), and a
-k-colourability test used to cross-check it. Colours here are numbered from 0."""
+k-colourability test used to cross-check it. Colours here are numbered from 0.
+
+The search is deterministic, so its answer is kept per (n, edge list as given) for the
+process: every load of a graph file asks again (a reproduction from the recorded runs
+reads each graph three times), and the caller gets its own list each time."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import networkx as nx
 from pysat.solvers import Solver
@@ -40,7 +45,17 @@ def chromatic_number(n: int, edges: Iterable[Sequence[int]]) -> tuple[int, list[
     """The chromatic number of the graph and one colouring with that many colours
     (colour ids 0..k-1, one per vertex), found exactly with an incremental SAT solver.
     """
-    edge_list = _check_graph(n, edges)
+    k, colouring = _chromatic(n, tuple(_check_graph(n, edges)))
+    return k, list(colouring)
+
+
+@lru_cache(maxsize=1024)
+def _chromatic(n: int, edge_list: tuple[Edge, ...]) -> tuple[int, tuple[int, ...]]:
+    k, colouring = _search(n, edge_list)
+    return k, tuple(colouring)
+
+
+def _search(n: int, edge_list: Sequence[Edge]) -> tuple[int, list[int]]:
     if n == 0:
         return 0, []
     if not edge_list:

@@ -106,7 +106,7 @@ def evaluate_expression(expr: str) -> tuple[Fraction, list[int]]:
 # A recorded run verifies the same answer many times over (the import, each table, each
 # rescoring), and the value is a pure function of the text: a Fraction and a tuple, both
 # immutable, so a cached result cannot be changed by its caller.
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)  # keys of at most MAX_EXPRESSION_CHARS: a few MiB at most
 def _evaluated(expr: str) -> tuple[Fraction, tuple[int, ...]]:
     if len(expr) > MAX_EXPRESSION_CHARS:
         raise MalformedExpression(
