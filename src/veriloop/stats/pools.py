@@ -240,7 +240,6 @@ class StrategyPools(BaseModel):
 def _intervals(values: NDArray[np.float64]) -> tuple[list[float], list[float]]:
     """95% intervals of each row's mean (rows: k, columns: instances)."""
     import numpy as np
-    from scipy.stats import bootstrap
 
     n = values.shape[1]
     means = values.mean(axis=1)
@@ -253,6 +252,10 @@ def _intervals(values: NDArray[np.float64]) -> tuple[list[float], list[float]]:
         low[i], high[i] = wilson_interval(float(means[i] * n), n)  # type: ignore[arg-type]
     rest = np.flatnonzero(~plain)
     if len(rest):
+        # Imported here: most pools score each instance 0 or 1 and never bootstrap, and
+        # scipy.stats costs a command about a second of CPU.
+        from scipy.stats import bootstrap
+
         # random_state, not rng: scipy 1.11 has no rng (paired.py says more).
         res = bootstrap((values[rest],), np.mean, axis=-1, vectorized=True, method="percentile",
                         n_resamples=RESAMPLES, random_state=np.random.default_rng(SEED))
