@@ -81,10 +81,23 @@ def _strip_wrappers(answer: str) -> str:
 
 def clean_answer(answer: str) -> str | None:
     """The answer a final line states: a \\boxed{...} in it is taken as the answer,
-    then markdown, $...$ and a trailing full stop go. None when nothing is left."""
+    then markdown, $...$ and a trailing full stop go, and a typographic minus sign is
+    written "-" (read as no sign at all, "−12" would pass for 12). None when nothing is left."""
     boxes = boxed_contents(answer)
-    s = _strip_wrappers(boxes[-1] if boxes else answer)
+    s = _strip_wrappers(boxes[-1] if boxes else answer).replace("\u2212", "-")
     return s or None
+
+
+def stated_answers(text: str) -> list[str]:
+    """Every answer line's answer, cleaned, in order (see `stated_answer`)."""
+    found = []
+    for line in text.splitlines():
+        match = ANSWER_LINE.match(line)
+        if match:
+            cleaned = clean_answer(match.group(1))
+            if cleaned is not None:
+                found.append(cleaned)
+    return found
 
 
 def stated_answer(text: str) -> str | None:
@@ -190,6 +203,10 @@ class _StepByStep(ReadsDataFile, MatchesReference):
         if answer is None:
             error = VerdictError(kind="malformed", message=self._missing_answer_message(text))
             return Verdict(ok=False, malformed=True, errors=[error])
+        hedge = self._hedge(instance, text, answer)
+        if hedge is not None:
+            message = f"the reply {hedge}, so it gives no one final answer; {self.format_rule()}"
+            return Verdict(ok=False, malformed=True, errors=[VerdictError(kind="malformed", message=message)])
         if instance.reference is None or self.matches(answer, instance.reference):
             return Verdict(ok=True)
         message = f"the final answer {answer} is not the expected result"
@@ -197,6 +214,21 @@ class _StepByStep(ReadsDataFile, MatchesReference):
 
     def _missing_answer_message(self, text: str) -> str:
         return f"the reply has no 'Answer:' line giving the final answer; {self.format_rule()}"
+
+    def _hedge(self, instance: Instance, text: str, answer: str) -> str | None:
+        """Why the reply states several answers ("Answer: 14" then "Answer: 12"), or None.
+        A careful grader takes none of them, so neither may pass for the answer."""
+        keys = {self.canonical(instance, self._read_stated(a)) for a in stated_answers(text)}
+        if len(keys) > 1:
+            return "has answer lines that disagree"
+        lines = [m.group(1) for m in map(ANSWER_LINE.match, text.splitlines()) if m]
+        if lines and len({b.strip() for b in boxed_contents(lines[-1])}) > 1:
+            return "boxes several different answers on its answer line"
+        return _two_numbers(answer)
+
+    def _read_stated(self, stated: str) -> str | None:
+        """One answer line's answer as `extract_answer` reads it."""
+        return stated
 
     # ------------------------------------------------------------------ feedback
 
@@ -239,6 +271,16 @@ def _error_line(error: VerdictError) -> str:
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_NUMBER_EQUALS_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?)\s*=\s*(-?\d[\d,]*(?:\.\d+)?)\s*$")
+
+
+def _two_numbers(answer: str) -> str | None:
+    """Why `answer` states two numbers as one ("14 = 12"), or None: a false equation
+    appended to a wrong number is no claim that the answer is the second one."""
+    match = _NUMBER_EQUALS_NUMBER.match(answer)
+    if match and not mathcheck.numbers_match(match.group(1), match.group(2)):
+        return f"states {match.group(1)} = {match.group(2)}, two different numbers"
+    return None
 
 
 class GSM8KSteps(_StepByStep):
@@ -255,10 +297,27 @@ class GSM8KSteps(_StepByStep):
         """The stated answer; when it is plain text but not a bare number ("18
         dollars", "x = 18"), the last number in it, as GSM8K answers are one number."""
         stated = stated_answer(text)
-        if stated is None or "\\" in stated or mathcheck.parse_number(stated) is not None:
+        return None if stated is None else self._read_stated(stated)
+
+    def _read_stated(self, stated: str) -> str | None:
+        if "\\" in stated or mathcheck.parse_number(stated) is not None:
             return stated
         numbers = _NUMBER.findall(stated)
         return numbers[-1].replace(",", "") if numbers else stated
+
+    def _hedge(self, instance: Instance, text: str, answer: str) -> str | None:
+        """Besides `_StepByStep._hedge`: an answer line naming several different numbers
+        ("12 or 14", "between 10 and 12") names no one answer; "7 + 5 = 12" shows its sum."""
+        found = super()._hedge(instance, text, answer)
+        stated = stated_answer(text)
+        if found is not None or stated is None or "\\" in stated or mathcheck.parse_number(stated) is not None:
+            return found
+        if _two_numbers(stated) is not None:
+            return _two_numbers(stated)
+        if "=" in stated:
+            stated = stated.rsplit("=", 1)[1]
+        values = {mathcheck.canonical_answer(n.replace(",", "")) for n in _NUMBER.findall(stated)}
+        return "names several numbers in its answer line" if len(values) > 1 else None
 
     def matches(self, predicted: str | None, reference: str | None) -> bool:
         return mathcheck.numbers_match(predicted, reference)

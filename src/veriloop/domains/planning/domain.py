@@ -19,6 +19,7 @@ from .language import (
     Step,
     Template,
     check_template,
+    competing_plan,
     join_words,
     load_template,
     normalise,
@@ -396,6 +397,13 @@ class PlanningDomain(SoundlyScored):
                     "where": "goal",
                 }
             )
+        if not errors and competing_plan(lang, text):
+            # Checked only for a plan that would pass: a reply that fails fails either way.
+            message = (
+                "The reply gives more than one plan and does not say which is final. "
+                "Write one plan only: one action per line, then [PLAN END]."
+            )
+            return Verdict(ok=False, malformed=True, errors=[VerdictError(kind="malformed", message=message)])
         return Verdict.model_validate({"ok": not errors, "errors": errors})
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:

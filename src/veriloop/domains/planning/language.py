@@ -668,6 +668,90 @@ def read_plan(language: Language, text: str) -> list[_Read]:
     return []
 
 
+_MARK_RE = re.compile(r"(\[\s*(?:plan\s*end|end\s*(?:of\s*)?plan)\s*\]|\[\s*plan\s*\])", re.IGNORECASE)
+# Words by which a later plan replaces an earlier one ("Wait, that fails. Corrected plan:");
+# without one, two different plans are alternatives and the reply names no answer.
+_CORRECTION_RE = re.compile(
+    r"\b(?:wait|correct\w*|revis\w*|fix\w*|mistake\w*|wrong|error\w*|actually|better|final|updated?|"
+    r"sorry|oops|redo|retry|invalid|fails?|failed|instead|new)\b",
+    re.IGNORECASE,
+)
+
+# A header that offers its plan as another option ("Alternatively, another plan:") makes
+# the action lines before it a plan on offer too, not reasoning or an echoed example.
+_ALTERNATIVE_RE = re.compile(r"\b(?:or|alternatively|alternative|another|option|second|plan\s*\d+)\b", re.IGNORECASE)
+
+
+@dataclass
+class _Segment:
+    declared: bool  # after a [PLAN] marker or a plan header, or closed by [PLAN END]
+    plan: tuple[tuple[str, GroundAction | None], ...]
+    first: int  # index of its first action line among all pieces
+    last: int
+
+
+def competing_plan(language: Language, text: str) -> bool:
+    """Whether the reply offers another plan besides the one `read_plan` takes, with
+    nothing saying which is final: a second list after [PLAN]/[PLAN END] or a "...plan:"
+    header that differs from the chosen one and is not introduced as a correction
+    ("Plan 1: ... Plan 2: ...", "... [PLAN END] Or: ... [PLAN END]"). A careful grader
+    cannot tell which of such plans is the answer, so accepting either is a guess."""
+    text = text[:MAX_TEXT_CHARS]
+    if "[" not in text and not (":" in text and "plan" in text.lower()):
+        return False
+    chosen = tuple((read[0], read[1]) for read in read_plan(language, text))
+    pieces: list[str] = []
+    for line in text.splitlines():
+        if "[" in line:
+            pieces.extend(p for p in _MARK_RE.split(line) if p.strip())
+        else:
+            pieces.append(line)
+    segments: list[_Segment] = []
+    prose: dict[int, str] = {}
+    started = False  # inside a segment opened by a marker or header
+    plan: list[tuple[str, GroundAction | None]] = []
+    first = last = -1
+
+    def close(declared: bool) -> None:
+        nonlocal plan, first, last
+        if plan:
+            segments.append(_Segment(declared, tuple(plan), first, last))
+        plan, first, last = [], -1, -1
+
+    for index, piece in enumerate(pieces):
+        mark = _MARK_RE.fullmatch(piece.strip())
+        if mark is not None or _is_header(piece):
+            is_end = mark is not None and _END_RE.fullmatch(piece.strip()) is not None
+            close(started or is_end or (mark is None and _ALTERNATIVE_RE.search(piece) is not None))
+            started = not is_end
+            prose[index] = piece
+            continue
+        read = language.read_line(piece)
+        if read is None:
+            prose[index] = piece
+            continue
+        plan.append((read[0], read[1]))
+        first = index if first < 0 else first
+        last = index
+    close(started)
+    declared = [s for s in segments if s.declared]
+    if not any(s.plan != chosen for s in declared):
+        return False
+    same = [i for i, s in enumerate(declared) if s.plan == chosen]
+    if not same:
+        return True
+    at = declared[same[-1]]
+    for other in declared:
+        if other.plan == chosen:
+            continue
+        if other.first > at.first:
+            return True
+        between = " ".join(prose.get(i, "") for i in range(other.last + 1, at.first))
+        if not _CORRECTION_RE.search(between):
+            return True
+    return False
+
+
 def parse_plan(language: Language, text: str) -> list[Step]:
     """The plan in a reply, one step per action line.
 
