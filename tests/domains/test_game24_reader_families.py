@@ -139,9 +139,24 @@ def test_a_rejected_hedge_keeps_the_errors_of_the_expression_read() -> None:
 EARLIER_LINE_WITHDRAWN = [
     ("withdrawn-try", f"(6/(1-1/4))*1 is not allowed. Let's try another one.\n\n{RIGHT_LONG} = 24", True),
     ("earlier-wrong-line", f"{WRONG}\n{RIGHT_LONG}", True),
+    ("checker-output-pasted-after-wrong-line", f"{WRONG}\nThat answer is correct: `{RIGHT_LONG}` evaluates to 24.", True),
 ]
 
 
 @pytest.mark.parametrize(("reply", "ok"), _cases(EARLIER_LINE_WITHDRAWN))
 def test_without_an_answer_line_an_expression_on_an_earlier_line_is_a_withdrawn_try(reply: str, ok: bool) -> None:
+    assert accepted(reply) is ok
+
+
+# An expression of fewer numbers than the puzzle's four cannot be an answer, so beside the
+# read one it is working, not a second answer; a hedge with one is therefore accepted too.
+SHORTER_BESIDE = [
+    ("working-after-a-comma", f"Answer: {RIGHT}, since 6 * 4 = 24", True),
+    ("working-with-another-value", "Answer: 4 * 6 * (1 / 1), where 1 / 1 = 1", True),
+    ("hedge-with-a-three-number-expression", f"Answer: {RIGHT} or 1 + 1 + 4", True),
+]
+
+
+@pytest.mark.parametrize(("reply", "ok"), _cases(SHORTER_BESIDE))
+def test_an_expression_of_fewer_than_four_numbers_beside_the_answer_is_working(reply: str, ok: bool) -> None:
     assert accepted(reply) is ok
