@@ -20,7 +20,7 @@ from typing import Any
 from ...errors import DataFileError, VeriloopError
 from ..base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, rejection_feedback, shown_errors
 from .expressions import MalformedExpression, evaluate_expression, format_value
-from .extraction import extract_expression
+from .extraction import extract_expression, rival_expressions
 from .solver import MAX_NUMBER, MIN_NUMBER, TARGET, all_solvable_puzzles, core_operations, solution_count, solve
 
 
@@ -179,6 +179,16 @@ class Game24(SoundlyScored):
                     where=expr,
                 )
             )
+        if not errors:
+            # Only a reply that would pass is searched for a second answer: a rejected
+            # reply keeps its verdict and its errors, as the recorded tables count them.
+            wrong = [rival for rival in rival_expressions(text) if not _right(rival, puzzle)]
+            if wrong:
+                return _malformed(
+                    f"The reply gives more than one answer (`{expr}` and `{wrong[0]}`); give exactly one, "
+                    "on a line `Answer: <expression>`.",
+                    expr,
+                )
         return Verdict(ok=not errors, errors=errors)
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
@@ -280,6 +290,15 @@ def _random_expression(numbers: Sequence[int], rng: Any) -> str:
         parts[i : i + 2] = [f"({parts[i]} {rng.choice('+-*/')} {parts[i + 1]})"]
     expr = parts[0]
     return expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr
+
+
+def _right(expression: str, puzzle: list[int]) -> bool:
+    """Whether `expression` is itself a right answer to the puzzle (a hedge between two right answers is one)."""
+    try:
+        value, literals = evaluate_expression(expression)
+    except MalformedExpression:
+        return False
+    return value == TARGET and sorted(literals) == sorted(puzzle)
 
 
 def _malformed(message: str, expr: str | None) -> Verdict:
