@@ -358,8 +358,10 @@ def test_extract_answer_variants(dom: Coloring, example: Instance, reply: str) -
 
 def test_extract_answer_order_repeats_and_nothing(dom: Coloring, example: Instance) -> None:
     assert dom.extract_answer(example, "10: Color2\n2: Color1\n0: Color3") == "0: Color3\n2: Color1\n10: Color2"
-    # The last statement about a vertex wins: a model that thinks aloud ends with its final list.
+    # The reading keeps the last statement about a vertex; the checker rejects such a reply
+    # (test_coloring_reader_families) and extract_answer finds no answer in it.
     assert parse_assignment("3: Color1\nWait, that clashes.\n3: Color2") == {3: 2}
+    assert dom.extract_answer(example, "3: Color1\nWait, that clashes.\n3: Color2") is None
     for nothing in ("", "I cannot color this graph.", "Vertex 0 is connected to vertex 7.", "Use 3 colors: red, green, blue"):
         assert dom.extract_answer(example, nothing) is None
     # A colour name on the next line is never borrowed.

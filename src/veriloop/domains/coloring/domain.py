@@ -17,7 +17,7 @@ from typing import Any
 
 from ...errors import DataFileError, VeriloopError
 from ..base import Candidate, Instance, Message, SoundlyScored, Verdict, VerdictError, shown_errors
-from .answers import parse_assignment, render_assignment
+from .answers import parse_assignment, render_assignment, several_colours
 from .chromatic import chromatic_number
 from .critiques import critique_claims
 from .dimacs import COL_HINT, ColFile, Edge, read_col
@@ -217,7 +217,8 @@ class Coloring(SoundlyScored):
     # ---------------------------------------------------------------- answers
 
     def extract_answer(self, instance: Instance, text: str) -> str | None:
-        assignment = parse_assignment(text)
+        # A reply that gives a vertex two colours holds no one answer to vote for.
+        assignment = {} if several_colours(text) else parse_assignment(text)
         return render_assignment(assignment) if assignment else None
 
     def canonical(self, instance: Instance, answer: str | None) -> str | None:
@@ -233,7 +234,20 @@ class Coloring(SoundlyScored):
         assignment = parse_assignment(text)
         if not assignment:
             return _malformed(f"No coloring was found. {_format_rules(instance)}")
-        outside = sorted(v for v in assignment if v >= n)
+        # Not malformed: the reply is read, and what it says gives a vertex two colours (the
+        # authors' import counts two such replies as wrong, not as unreadable).
+        ambiguous = several_colours(text)
+        if ambiguous:
+            return Verdict(ok=False, errors=[
+                VerdictError(
+                    kind="several_colours",
+                    message=f"Vertex {v} was given more than one color ({' and '.join(f'Color{c}' for c in cs)}): "
+                    "give each vertex exactly one color and write only your final coloring.",
+                    where=str(v),
+                )
+                for v, cs in ambiguous.items()
+            ])
+        outside = sorted(v for v in assignment if v < 0 or v >= n)
         if outside:
             listed = ", ".join(map(str, outside))
             noun = "Vertex" if len(outside) == 1 else "Vertices"
