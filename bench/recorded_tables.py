@@ -1,9 +1,6 @@
-"""What the recorded-runs tables and the frontier plot cost, against the code paths they
-replaced, each baseline measured in the same run.
+"""What two paths of the recorded-runs tables cost, against the code paths they replaced,
+each baseline measured in the same run.
 
-- `plot_frontier`: its constrained layout run once before saving, against savefig's own
-  pass (the figure keeps its layout engine, so savefig draws it once unseen to lay it out,
-  then for real). Both PNGs must be byte-identical.
 - game24's generated puzzles (`load_instances(None)`): solved once a process, against
   solving them at every load (the kept rows cleared before each).
 - `chromatic_number` of the 100 graphs Table 1 reads: kept per graph, against the SAT
@@ -17,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +24,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from veriloop.domains import get_domain  # noqa: E402
 from veriloop.domains.coloring import chromatic, parse_col  # noqa: E402
 from veriloop.domains.game24 import domain as game24  # noqa: E402
-from veriloop.stats import frontier  # noqa: E402
-from veriloop.stats.frontier import FrontierCurve, FrontierPanel, FrontierPoint, plot_frontier  # noqa: E402
 
 
 def best(repeats: int, run: Callable[[], object]) -> float:
@@ -41,17 +35,6 @@ def best(repeats: int, run: Callable[[], object]) -> float:
     return min(times)
 
 
-def panels(count: int) -> list[FrontierPanel]:
-    out = []
-    for d in range(count):
-        points = [FrontierPoint(f"strategy {i}", 40.0 * (i + 1) * (d + 1), (i % 5) / 5, max(0, (i % 5) / 5 - 0.1),
-                                min(1, (i % 5) / 5 + 0.1)) for i in range(6)]
-        curve = FrontierCurve("strategy 2", "maj@k", [30.0 * k for k in range(1, 6)], [0.1 * k for k in range(1, 6)],
-                              [0.0] * 5, [1.0] * 5)
-        out.append(FrontierPanel(f"domain {d}", points, [curve], note="left out: one" if d % 2 else ""))
-    return out
-
-
 def row(name: str, baseline: float, ours: float) -> None:
     print(f"{name:<44} baseline {baseline:7.3f} s   ours {ours:7.3f} s   {baseline / ours:5.1f}x")
 
@@ -61,29 +44,6 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        figures = [panels(k) for k in (1, 3, 4)]
-        plot_frontier(out / "warm.png", figures[0])  # fonts and mathtext, once for both
-
-        def ours() -> None:
-            for i, p in enumerate(figures):
-                plot_frontier(out / f"once{i}.png", p)
-
-        def engine() -> None:
-            saved = frontier._save_laid_out
-            frontier._save_laid_out = lambda fig, path, dpi: fig.savefig(path, dpi=dpi)  # type: ignore[assignment]
-            try:
-                for i, p in enumerate(figures):
-                    plot_frontier(out / f"engine{i}.png", p)
-            finally:
-                frontier._save_laid_out = saved  # type: ignore[assignment]
-
-        row("plot_frontier, 3 figures (1, 3, 4 panels)", best(args.repeats, engine), best(args.repeats, ours))
-        for i in range(len(figures)):
-            if (out / f"once{i}.png").read_bytes() != (out / f"engine{i}.png").read_bytes():
-                sys.exit(f"figure {i}: the PNGs differ")
 
     domain = get_domain("game24")
     domain.load_instances(None)

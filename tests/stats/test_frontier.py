@@ -404,27 +404,6 @@ def test_plot_frontier_writes_a_png(tmp_path: Path, panels: list[FrontierPanel],
     assert path.stat().st_size > 8_000
 
 
-def test_the_layout_run_once_gives_the_bytes_savefigs_own_layout_pass_gives(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from veriloop.stats import frontier
-
-    # One figure of what the layout has to make room for: a note under an axis, a log axis
-    # with a pool curve, an empty panel, a second row and a legend of several rows.
-    panels = [
-        FrontierPanel("domain 0", [point(s, 100.0 * (i + 1), (i % 5) / 5) for i, s in enumerate(STRATEGIES)],
-                      note="left out: c"),
-        FrontierPanel("wide costs", [point("standard", 50.0, 0.3), point(SC, 5000.0, 0.6)],
-                      [FrontierCurve(SC, "maj@k", [50.0, 5000.0], [0.3, 0.6], [0.1, 0.4], [0.5, 0.8])]),
-        FrontierPanel("nothing", []),
-        FrontierPanel("zero", [point("standard", 0.0, 0.0)]),
-    ]
-    plot_frontier(tmp_path / "once.png", panels)
-    # As plot_frontier saved before: the figure keeps its layout engine and savefig lays it out.
-    monkeypatch.setattr(frontier, "_save_laid_out", lambda fig, path, dpi: fig.savefig(path, dpi=dpi))
-    plot_frontier(tmp_path / "engine.png", panels)
-    assert (tmp_path / "once.png").read_bytes() == (tmp_path / "engine.png").read_bytes()
-
-
 def test_plot_frontier_refuses_an_empty_figure(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one panel"):
         plot_frontier(tmp_path / "frontier.png", [])

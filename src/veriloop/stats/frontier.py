@@ -20,17 +20,13 @@ tokens of one sample, in the strategy's colour, without its intervals (four band
 strategy would hide the points; the pool tables and the viewer give them). They show what
 k samples would buy, and are not strategies: the Pareto front is the strategies' points
 alone.
-
-The plot's constrained layout runs once, before saving: the PNG is byte for byte the one
-savefig's own layout pass gives (tests/stats/test_frontier.py compares them).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -484,30 +480,8 @@ def plot_frontier(path: Path, panels: list[FrontierPanel]) -> None:
     # columns as fit across the figure.
     columns = max(1, min(len(handles), int(4.6 * ncols / (0.065 * longest + 0.6))))
     fig.legend(handles=handles, loc="outside lower center", ncol=columns, fontsize=8, frameon=False)
-    _save_laid_out(fig, path, dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def _save_laid_out(fig: Any, path: Path, dpi: int) -> None:
-    """savefig with the figure's constrained layout run once, at the dpi it is saved at.
-
-    savefig itself draws a figure with a layout engine twice (once unseen, to lay it
-    out, then for real): a third of a frontier plot's CPU. The layout is the same either
-    way (the PNG's bytes too), so it is done here and the engine removed before saving."""
-    with _at_dpi(fig, dpi):
-        fig.get_layout_engine().execute(fig)
-    fig.set_layout_engine(None)
-    fig.savefig(path, dpi=dpi)
-
-
-@contextmanager
-def _at_dpi(fig: Any, dpi: int) -> Iterator[None]:
-    old = fig.dpi
-    fig.dpi = dpi
-    try:
-        yield
-    finally:
-        fig.dpi = old
 
 
 def _draw_panel(ax: Axes, panel: FrontierPanel, style: dict[str, tuple[str, str]]) -> None:
