@@ -125,6 +125,15 @@ def test_a_hedged_reply_is_rejected_as_malformed_with_a_message_naming_both_answ
     assert verdict.errors[0].where == RIGHT
 
 
+def test_the_answer_read_from_a_hedge_is_none_as_the_verdict_says() -> None:
+    # extract_answer read the right expression of a hedge that verify rejected, so a run
+    # recorded an answer beside a verdict that said there was none.
+    assert GAME.extract_answer(PUZZLE, f"Answer: {RIGHT} or {WRONG}") is None
+    assert GAME.extract_answer(PUZZLE, f"Answer: {WRONG}\nAnswer: {RIGHT}") is None
+    assert GAME.extract_answer(PUZZLE, f"Answer: {RIGHT} or {OTHER_RIGHT}") == OTHER_RIGHT  # the longer run
+    assert GAME.extract_answer(PUZZLE, f"Answer: {WRONG} or {RIGHT}") == WRONG  # judged: wrong_value
+
+
 def test_a_rejected_hedge_keeps_the_errors_of_the_expression_read() -> None:
     # Only a reply that would pass is searched for a second answer, so a wrong one keeps
     # the errors the recorded tables count.

@@ -22,6 +22,9 @@ FAMILIES = [
     ("several-answers-between", "Answer: between 10 and 12", False, False),
     ("two-answer-lines-disagree", "Answer: 14\nAnswer: 12", False, False),
     ("two-answer-lines-agree", "Answer: 12\nFinal answer: 12", True, True),
+    # A later answer line that a correction introduces replaces the earlier one.
+    ("corrected-to-right", "Answer: 14\nNo, that was wrong.\nAnswer: 12", True, True),
+    ("corrected-to-wrong", "Answer: 12\nWait, I made a mistake.\nAnswer: 14", False, False),
     ("two-boxes-on-answer-line", "Answer: \\boxed{14} or \\boxed{12}", False, False),
     ("hash-marks-two", "#### 14\n#### 12", False, False),
     ("answer-in-prose-only", "So the total is 12 apples.", False, False),
@@ -67,3 +70,26 @@ def test_typographic_minus_reads_as_minus() -> None:
     instance = GSM8K.parse_instance({"question": "q", "reference": "-12"})
     assert GSM8K.extract_answer(instance, "Answer: \u221212") == "-12"
     assert GSM8K.verify(instance, "Answer: \u221212").ok
+
+
+@pytest.mark.parametrize(
+    "domain, tail, read",
+    [
+        (GSM8K, "Answer: 14\nAnswer: 12", None),
+        (MATH, "Answer: 14\nAnswer: 12", None),
+        (GSM8K, "Answer: 12 or 14", None),
+        # MATH-500 reads the line as one expression, which math-verify then finds wrong.
+        (MATH, "Answer: 12 or 14", "12 or 14"),
+        (GSM8K, "Answer: 14\nNo, that was wrong.\nAnswer: 12", "12"),
+        (MATH, "Answer: 14\nNo, that was wrong.\nAnswer: 12", "12"),
+    ],
+    ids=["hedged-lines-gsm8k", "hedged-lines-math500", "hedged-line-gsm8k", "hedged-line-math500",
+         "corrected-gsm8k", "corrected-math500"],
+)
+def test_the_answer_read_is_the_one_the_verdict_judges(domain, tail: str, read: str | None) -> None:
+    # extract_answer read the last line of a hedge while verify rejected the reply: the
+    # answer a run records and the verdict it records must be about the same reading.
+    instance = domain.parse_instance({"question": "How many apples?", "reference": "12"})
+    reply = f"Step 1: count.\n{tail}"
+    assert domain.extract_answer(instance, reply) == read
+    assert domain.verify(instance, reply).malformed is (read is None)

@@ -25,6 +25,7 @@ re-exported here for domain authors.
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -439,6 +440,22 @@ def rejection_feedback(shown: list[VerdictError], level: str, rejection: str, re
         return f"{rejection}: {message}{stop}\n{reask}"
     problems = "\n".join(f"- {e.message}" for e in shown)
     return f"{rejection}:\n{problems}\n{reask}"
+
+
+# Words by which a reply's later answer replaces an earlier one ("Wait, that fails.
+# Corrected plan:"); without one, two different answers are alternatives.
+_CORRECTION_RE = re.compile(
+    r"\b(?:wait|correct\w*|revis\w*|fix\w*|mistake\w*|wrong|error\w*|actually|better|final|updated?|"
+    r"sorry|oops|redo|retry|invalid|fails?|failed|instead|new)\b",
+    re.IGNORECASE,
+)
+
+
+def introduces_a_correction(between: str) -> bool:
+    """Whether `between` (what a reply says between two different answers) makes the
+    later one a correction of the earlier. A careful grader takes a corrected answer;
+    two answers with nothing choosing between them are a hedge, and neither is the answer."""
+    return _CORRECTION_RE.search(between) is not None
 
 
 class MatchesReference(BaseDomain):

@@ -30,6 +30,7 @@ from .base import (
     ReadsDataFile,
     Verdict,
     VerdictError,
+    introduces_a_correction,
     rejection_feedback,
     shown_errors,
 )
@@ -86,18 +87,6 @@ def clean_answer(answer: str) -> str | None:
     boxes = boxed_contents(answer)
     s = _strip_wrappers(boxes[-1] if boxes else answer).replace("\u2212", "-")
     return s or None
-
-
-def stated_answers(text: str) -> list[str]:
-    """Every answer line's answer, cleaned, in order (see `stated_answer`)."""
-    found = []
-    for line in text.splitlines():
-        match = ANSWER_LINE.match(line)
-        if match:
-            cleaned = clean_answer(match.group(1))
-            if cleaned is not None:
-                found.append(cleaned)
-    return found
 
 
 def stated_answer(text: str) -> str | None:
@@ -191,6 +180,13 @@ class _StepByStep(ReadsDataFile, MatchesReference):
         raise NotImplementedError
 
     def extract_answer(self, instance: Instance, text: str) -> str | None:
+        """The reply's one final answer: None when it states none, or several (`_hedge`),
+        so that the answer read and the verdict always agree."""
+        answer = self._stated(instance, text)
+        return None if answer is None or self._hedge(instance, text, answer) is not None else answer
+
+    def _stated(self, instance: Instance, text: str) -> str | None:
+        """The answer the reply's final answer line states, as this domain reads it."""
         return stated_answer(text)
 
     def canonical(self, instance: Instance, answer: str | None) -> str | None:
@@ -199,7 +195,7 @@ class _StepByStep(ReadsDataFile, MatchesReference):
     def verify(self, instance: Instance, text: str) -> Verdict:
         """Ground truth on a reply: it must state an answer, and that answer must match
         the reference. Without a reference, stating an answer is enough."""
-        answer = self.extract_answer(instance, text)
+        answer = self._stated(instance, text)
         if answer is None:
             error = VerdictError(kind="malformed", message=self._missing_answer_message(text))
             return Verdict(ok=False, malformed=True, errors=[error])
@@ -217,17 +213,24 @@ class _StepByStep(ReadsDataFile, MatchesReference):
 
     def _hedge(self, instance: Instance, text: str, answer: str) -> str | None:
         """Why the reply states several answers ("Answer: 14" then "Answer: 12"), or None.
-        A careful grader takes none of them, so neither may pass for the answer."""
-        keys = {self.canonical(instance, self._read_stated(a)) for a in stated_answers(text)}
-        if len(keys) > 1:
-            return "has answer lines that disagree"
-        lines = [m.group(1) for m in map(ANSWER_LINE.match, text.splitlines()) if m]
-        if lines and len({b.strip() for b in boxed_contents(lines[-1])}) > 1:
+        A careful grader takes none of them, so neither may pass for the answer; a later
+        answer line that a correction introduces ("no, that was wrong") replaces the
+        earlier one."""
+        lines = text.splitlines()
+        stated = [(i, clean_answer(m.group(1))) for i, m in enumerate(map(ANSWER_LINE.match, lines)) if m]
+        read = [(i, self.canonical(instance, self._read_stated(a))) for i, a in stated if a is not None]
+        if read:
+            last, final = read[-1]
+            for i, key in read[:-1]:
+                if key != final and not introduces_a_correction("\n".join(lines[i + 1 : last])):
+                    return "has answer lines that disagree"
+        answer_lines = [m.group(1) for m in map(ANSWER_LINE.match, lines) if m]
+        if answer_lines and len({b.strip() for b in boxed_contents(answer_lines[-1])}) > 1:
             return "boxes several different answers on its answer line"
         return _two_numbers(answer)
 
     def _read_stated(self, stated: str) -> str | None:
-        """One answer line's answer as `extract_answer` reads it."""
+        """One answer line's answer as `_stated` reads it."""
         return stated
 
     # ------------------------------------------------------------------ feedback
@@ -293,7 +296,7 @@ class GSM8KSteps(_StepByStep):
     def _read(self, path: Path) -> list[Instance]:
         return read_gsm8k(path)
 
-    def extract_answer(self, instance: Instance, text: str) -> str | None:
+    def _stated(self, instance: Instance, text: str) -> str | None:
         """The stated answer; when it is plain text but not a bare number ("18
         dollars", "x = 18"), the last number in it, as GSM8K answers are one number."""
         stated = stated_answer(text)
@@ -490,7 +493,7 @@ class MathQA(_StepByStep):
         same = [k for k, v in options.items() if _same_value(answer, v)]
         return same[0] if len(same) == 1 else None
 
-    def extract_answer(self, instance: Instance, text: str) -> str | None:
+    def _stated(self, instance: Instance, text: str) -> str | None:
         return self.option_letter(instance, stated_answer(text))
 
     def canonical(self, instance: Instance, answer: str | None) -> str | None:

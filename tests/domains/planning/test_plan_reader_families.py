@@ -57,3 +57,20 @@ def test_plan_reader_family(reply: str, accepted: bool, message: str | None) -> 
         assert verdict.errors == []
     else:
         assert verdict.errors[0].message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    "reply, read",
+    [
+        (f"Plan 1:\n{WRONG}\nPlan 2:\n{RIGHT}", None),
+        (f"{WRONG}\n[PLAN END]\nWait, that is wrong. Corrected plan:\n{RIGHT}\n[PLAN END]", RIGHT),
+        (f"Plan 1:\n{RIGHT}\nPlan 2:\n{WRONG}", WRONG),  # judged as the wrong plan it reads
+    ],
+    ids=["competing", "corrected", "competing-wrong-last"],
+)
+def test_the_plan_read_is_the_one_the_verdict_judges(reply: str, read: str | None) -> None:
+    # extract_answer read the last of two competing plans while verify said the reply
+    # gave no one plan: a run recorded an answer beside a verdict that said there was none.
+    instance = BW.parse_instance({"problem": PROBLEM})
+    assert BW.extract_answer(instance, reply) == read
+    assert BW.verify(instance, reply).malformed is (read is None)

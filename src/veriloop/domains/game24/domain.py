@@ -149,7 +149,12 @@ class Game24(SoundlyScored):
         )
 
     def extract_answer(self, instance: Instance, text: str) -> str | None:
-        return extract_expression(text)
+        """The reply's expression; None for a reply `verify` rejects as offering more than
+        one answer, so the answer a run records is the one its verdict judged."""
+        expr = extract_expression(text)
+        if expr is None or _wrong_rival(expr, text, _numbers(instance)) is None:
+            return expr
+        return None
 
     def canonical(self, instance: Instance, answer: str | None) -> str | None:
         if answer is None:
@@ -179,16 +184,13 @@ class Game24(SoundlyScored):
                     where=expr,
                 )
             )
-        if not errors:
-            # Only a reply that would pass is searched for a second answer: a rejected
-            # reply keeps its verdict and its errors, as the recorded tables count them.
-            wrong = [rival for rival in rival_expressions(text) if not _right(rival, puzzle)]
-            if wrong:
-                return _malformed(
-                    f"The reply gives more than one answer (`{expr}` and `{wrong[0]}`); give exactly one, "
-                    "on a line `Answer: <expression>`.",
-                    expr,
-                )
+        rival = None if errors else _wrong_rival(expr, text, puzzle)
+        if rival is not None:
+            return _malformed(
+                f"The reply gives more than one answer (`{expr}` and `{rival}`); give exactly one, "
+                "on a line `Answer: <expression>`.",
+                expr,
+            )
         return Verdict(ok=not errors, errors=errors)
 
     def feedback(self, instance: Instance, verdict: Verdict, level: str) -> str:
@@ -290,6 +292,16 @@ def _random_expression(numbers: Sequence[int], rng: Any) -> str:
         parts[i : i + 2] = [f"({parts[i]} {rng.choice('+-*/')} {parts[i + 1]})"]
     expr = parts[0]
     return expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr
+
+
+def _wrong_rival(expr: str, text: str, puzzle: list[int]) -> str | None:
+    """The first other answer the reply gives that is not itself right, when `expr` (the
+    one read) is right; else None. Only a reply that would pass is searched for a second
+    answer: a rejected reply keeps its verdict and its errors, as the recorded tables
+    count them."""
+    if not _right(expr, puzzle):
+        return None
+    return next((rival for rival in rival_expressions(text) if not _right(rival, puzzle)), None)
 
 
 def _right(expression: str, puzzle: list[int]) -> bool:

@@ -332,9 +332,13 @@ class PlanningDomain(SoundlyScored):
 
     def extract_answer(self, instance: Instance, text: str) -> str | None:
         """The plan, one action per line, in the domain's own wording (PDDL without a
-        template); unreadable lines are kept as written so they are still reported."""
+        template); unreadable lines are kept as written so they are still reported. None
+        for a reply `verify` rejects as offering several plans, so the answer a run records
+        is the one its verdict judged."""
         _, lang, steps = self._steps(instance, text)
-        if not steps:
+        # A reply with a plan is malformed only when it offers another: checked first, as
+        # it is cheap and nearly always false.
+        if not steps or (competing_plan(lang, text) and self.verify(instance, text).malformed):
             return None
         return "\n".join(lang.action(s.action) if s.action else s.text for s in steps)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataFileError
+from ..base import introduces_a_correction
 from .pddl_model import Atom, GroundAction, Literal, Task, atom_pddl, parse_pddl_step
 
 _PLACEHOLDER_RE = re.compile(r"\{(\d+)\}")
@@ -669,14 +670,6 @@ def read_plan(language: Language, text: str) -> list[_Read]:
 
 
 _MARK_RE = re.compile(r"(\[\s*(?:plan\s*end|end\s*(?:of\s*)?plan)\s*\]|\[\s*plan\s*\])", re.IGNORECASE)
-# Words by which a later plan replaces an earlier one ("Wait, that fails. Corrected plan:");
-# without one, two different plans are alternatives and the reply names no answer.
-_CORRECTION_RE = re.compile(
-    r"\b(?:wait|correct\w*|revis\w*|fix\w*|mistake\w*|wrong|error\w*|actually|better|final|updated?|"
-    r"sorry|oops|redo|retry|invalid|fails?|failed|instead|new)\b",
-    re.IGNORECASE,
-)
-
 # A header that offers its plan as another option ("Alternatively, another plan:") makes
 # the action lines before it a plan on offer too, not reasoning or an echoed example.
 _ALTERNATIVE_RE = re.compile(r"\b(?:or|alternatively|alternative|another|option|second|plan\s*\d+)\b", re.IGNORECASE)
@@ -747,7 +740,7 @@ def competing_plan(language: Language, text: str) -> bool:
         if other.first > at.first:
             return True
         between = " ".join(prose.get(i, "") for i in range(other.last + 1, at.first))
-        if not _CORRECTION_RE.search(between):
+        if not introduces_a_correction(between):
             return True
     return False
 
