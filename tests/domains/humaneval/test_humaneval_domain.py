@@ -153,15 +153,16 @@ def test_the_functions_exceptions_and_arguments_cross_its_process_as_plain_data(
 
 
 def test_a_slow_test_times_out_and_the_rest_still_run_within_the_budget():
-    # The default limit per test, which the honest tests never near (at 0.5 s the hundred
-    # calls of the last test timed out on a loaded machine), and a budget far above the one
-    # timeout. The slow test sleeps: it waits out the limit without taking a core.
-    quick = HumanEval(budget_seconds=20)
-    slow = fenced("import time\ndef add(x, y):\n    if x == 2:\n        time.sleep(600)\n    return x + y")
+    # The slow call is add(2, 3), once a run (the marker file outlives the worker that is
+    # killed for it): HumanEval/53's last test adds 100 random pairs, and a function slow
+    # for every x == 2 met one in about one run in ten, a timeout that had nothing to do
+    # with the machine. The slow call sleeps: it waits out the limit without taking a core.
+    quick = HumanEval(test_seconds=1, budget_seconds=20)
+    slow = fenced("import os, time\ndef add(x, y):\n    if (x, y) == (2, 3) and not os.path.exists('slept'):\n"
+                  "        open('slept', 'w').close()\n        time.sleep(600)\n    return x + y")
     verdict = quick.verify(ADD, slow)
-    kinds = [(e.kind, e.where) for e in verdict.errors]
-    assert kinds[0] == ("timeout", "test 3 of 6")
-    assert verdict.errors[0].message == "assert add(2, 3) == 5 did not finish within 3 s"
+    assert [(e.kind, e.where) for e in verdict.errors] == [("timeout", "test 3 of 6")]
+    assert verdict.errors[0].message == "assert add(2, 3) == 5 did not finish within 1 s"
     assert verdict.score == 5 / 6 and not verdict.ok
 
 
