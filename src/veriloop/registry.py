@@ -52,7 +52,7 @@ F = TypeVar("F")
 BUILTIN = "veriloop"
 # The entry point groups a plugin package declares (pyproject's [project.entry-points."veriloop.domains"]).
 PLUGIN_GROUPS = ("veriloop.domains", "veriloop.verifiers", "veriloop.strategies", "veriloop.tools",
-                 "veriloop.providers", "veriloop.executors")
+                 "veriloop.providers", "veriloop.executors", "veriloop.families")
 
 
 @dataclass
