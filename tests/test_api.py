@@ -560,7 +560,7 @@ def test_the_public_surface_is_exactly_these_names():
         "Experiment", "FunctionCheck", "FunctionModel", "GenParams", "Instance", "Message", "Model", "Observation",
         "Result", "RoundRecord", "STRATEGIES", "Strategy", "Summary", "Task", "Tool", "Toolbox", "Trajectory",
         "VERIFIERS", "Verdict", "VerdictError", "Verifier", "VeriloopError", "VeriloopWarning", "__version__",
-        "acorrect", "aeval_experiment", "aevaluate", "correct", "domain", "eval_experiment", "evaluate",
+        "aaudit", "acorrect", "aeval_experiment", "aevaluate", "audit", "correct", "domain", "eval_experiment", "evaluate",
         "load_check", "load_experiment", "model", "strategy", "toolbox", "verifier",
     ]
     assert all(getattr(veriloop, name) is not None for name in veriloop.__all__)

@@ -11,6 +11,8 @@ cheap for the command line):
 - `eval_experiment(file_or_dict, out=..., models={...})` / `aeval_experiment`: an
   experiment (models x domains x strategies x seeds, roles, budgets) as `veriloop eval`
   runs it; returns one `CellResult` per cell in `.rows`.
+- `audit(domain, verifiers, out=..., model=...)` / `aaudit`: how often verifiers accept
+  known-wrong answers, plain and dressed by exploit families; returns an `AuditResult`.
 - `model(spec, ...)`: a model from an id, a function, an object or an OpenAI client.
 - `strategy(spec)`, `verifier(name)`, `FunctionCheck`, `Verdict`, `VerdictError`:
   the pieces, for users who assemble their own loops.
@@ -26,7 +28,7 @@ __version__ = "0.4.2"  # pyproject.toml reads it; CHANGELOG.md says what each ve
 
 _EXPORTS = {
     "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
-    "toolbox": "api", "Result": "api", "Summary": "api", "eval_experiment": "api", "aeval_experiment": "api",
+    "toolbox": "api", "audit": "api", "aaudit": "api", "Result": "api", "Summary": "api", "eval_experiment": "api", "aeval_experiment": "api",
     "Experiment": "experiment.schema", "load_experiment": "experiment.overrides",
     "Task": "task",
     "FunctionCheck": "checks", "CheckError": "checks", "load_check": "checks",
@@ -54,9 +56,11 @@ if TYPE_CHECKING:
     from .api import (
         Result,
         Summary,
+        aaudit,
         acorrect,
         aeval_experiment,
         aevaluate,
+        audit,
         correct,
         eval_experiment,
         evaluate,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .checks import check_time_limit, is_check_function
 from .domains import Domain, get_domain
 from .domains.base import FunctionChecked
+from .domains.base import as_base_domain as as_base
 from .errors import VeriloopError
 from .experiment.schema import Experiment
 from .models import CachedModel, CallCache, Model, as_model
@@ -38,6 +39,7 @@ from .tools import Tool, Toolbox, ToolCache, get_tool
 from .tools.config import tool_cache_path
 
 if TYPE_CHECKING:
+    from .audits.report import AuditResult
     from .experiment.engine import EvalResult
 
 Summary = StrategySummary
@@ -847,6 +849,146 @@ def eval_experiment(experiment: str | Path | Mapping[str, Any] | Experiment, **o
         ```
     """
     return _run_sync(aeval_experiment(experiment, **options), "aeval_experiment")
+
+
+async def aaudit(
+    domain: Domain | str,
+    verifiers: str | Sequence[str],
+    *,
+    out: str | Path,
+    model: ModelSpec | None = None,
+    families: Sequence[str] | None = None,
+    n: int | None = 10,
+    offset: int = 0,
+    seed: int = 0,
+    data: str | Path | None = None,
+    domain_options: dict[str, object] | None = None,
+    answers: str | Path | None = None,
+    max_calls: int | None = None,
+    concurrency: int | None = None,
+    cache: bool | str | Path | CallCache = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    progress: bool | None = None,
+) -> AuditResult:
+    """The async twin of `audit`: the same audit, awaited.
+
+    Use it inside a running event loop (a notebook, an async application), where `audit`
+    refuses to run.
+
+    Args:
+        domain: A domain object or a built-in domain's name (see `data` and `domain_options`).
+        verifiers: A verifier name (`veriloop.VERIFIERS`: "sound", "llm", "hidden", ...;
+            `NAME@T` sets a threshold) or several; each judges every answer.
+
+    Keyword Args:
+        out: The audit directory: every judgement is a line of its audit.jsonl as it is
+            made, so an interrupted audit resumes there; audit.md and audit.json are
+            written at the end.
+        model: Anything `veriloop.model` accepts; required when a verifier asks a model
+            (default None: for verifiers that call none, such as "sound" or "hidden").
+        families: Exploit family names (`veriloop.audits.FAMILIES`; default None: every
+            family that applies to the domain).
+        n: How many instances (default 10; None: all).
+        offset: How many instances to skip first (default 0).
+        seed: Seeds the wrong answers' choice, the families' choices and the model calls
+            (default 0).
+        data: A data file for a built-in domain (default None: the domain's own).
+        domain_options: Options of a built-in domain named by `domain` (default: none).
+        answers: A run directory: audit the final replies of its trajectories that
+            ground truth scores wrong, instead of the domain's own wrong answers
+            (default None).
+        max_calls: The most model calls the audit's records may hold, answered by the
+            cache or not (default None: no cap); the audit stops there and reports what
+            it judged.
+        concurrency: How many judgements run at once (default None: 4).
+        cache: True (the default) for the default call cache, a path or a `CallCache`
+            for another, False for none.
+        on_progress: A function called with `(done, total)` as judgements finish
+            (default: none).
+        progress: Whether to show a progress bar on stderr (default None: only when
+            stderr is a terminal).
+
+    Returns:
+        An `AuditResult` (see `audit`).
+
+    Raises:
+        VeriloopError: When a name (domain, verifier, family) is unknown, a family does
+            not apply to the domain, a verifier cannot judge it, a verifier asks a model
+            and none is given, no known-wrong answer is found, or `out` holds another
+            audit or is in use.
+
+    Examples:
+        ```python
+        import asyncio
+
+        import veriloop
+
+        result = asyncio.run(veriloop.aaudit("game24", "sound", out="audit", n=2, families=["equals-target"],
+                                             progress=False))
+        assert result.row("sound", "equals-target").dressed_accepts == 0
+        ```
+    """
+    from .audits import families_for
+    from .audits.engine import DEFAULT_CONCURRENCY, NoModel, audit_config, plan_audit, run_audit
+    from .audits.report import finish_audit
+
+    dom = get_domain(domain, **(domain_options or {})) if isinstance(domain, str) else domain
+    instances = dom.load_instances(str(data) if data is not None else None, n=n, offset=offset)
+    names = [verifiers] if isinstance(verifiers, str) else list(verifiers)
+    answers_run = Path(answers) if answers is not None else None
+    plan = plan_audit(dom, names, families_for(as_base(dom), list(families) if families is not None else None),
+                      instances, seed=seed, answers_run=answers_run)
+    if plan.needs_model and model is None:
+        asked = [v for v, calls in plan.calls_per_judgement.items() if calls != 0]
+        raise VeriloopError(f"verifier {asked[0]!r} asks a model; give model=...")
+    out_dir = Path(out)
+
+    async def go(lm: Model) -> AuditResult:
+        config = audit_config(plan, lm, answers_run, dict(domain_options or {}))
+        with _progress_bar(f"audit {plan.domain.name}", progress, on_progress) as report:
+            outcome = await run_audit(plan, lm, out_dir, config=config, max_calls=max_calls,
+                                      concurrency=concurrency or DEFAULT_CONCURRENCY, on_progress=report)
+        return finish_audit(plan, outcome, out_dir, lm.name, str(answers_run) if answers_run else "the domain's own")
+
+    if model is None:
+        return await go(NoModel())
+    return await _with_model(model, cache, go)
+
+
+def audit(domain: Domain | str, verifiers: str | Sequence[str], **options: Any) -> AuditResult:
+    """How often verifiers accept answers known to be wrong, plain and dressed by exploit
+    families (`veriloop.audits.FAMILIES`): the audit `veriloop audit` runs.
+
+    Every answer audited is wrong by the domain's ground truth, so every accept is a false
+    accept. Inside a running event loop, use `await veriloop.aaudit(...)`, which takes the
+    same arguments.
+
+    Args:
+        domain: A domain object or a built-in domain's name.
+        verifiers: A verifier name (`veriloop.VERIFIERS`, e.g. "sound", "llm", "hidden")
+            or several.
+        **options: The keyword arguments of `aaudit`: `out` (required), `model`,
+            `families`, `n`, `offset`, `seed`, `data`, `domain_options`, `answers`,
+            `max_calls`, `concurrency`, `cache`, `on_progress`, `progress`.
+
+    Returns:
+        An `AuditResult`: one row per verifier and family (false-accept rates plain and
+        dressed, Wilson intervals, the paired difference with McNemar's p), and where
+        audit.md, audit.json and the records are.
+
+    Raises:
+        VeriloopError: As `aaudit` says, and when an event loop is already running here.
+
+    Examples:
+        ```python
+        import veriloop
+
+        result = veriloop.audit("game24", ["sound"], out="audit", n=3, progress=False)
+        assert result.row("sound", "plain").plain_accepts == 0  # the sound checker accepts no wrong answer
+        print(result.report_md.read_text())
+        ```
+    """
+    return _run_sync(aaudit(domain, verifiers, **options), "aaudit")
 
 
 def _run_sync(coroutine: Coroutine[Any, Any, T], twin: str) -> T:

@@ -37,6 +37,8 @@ app = _typer(
                 short_help="Recorded answers (another system's, a paper's) into a run directory."),
     LazyCommand("rescore", "recorded", "rescore_command",
                 short_help="Judge a run's recorded answers again with another verifier."),
+    LazyCommand("audit", "audit", "audit",
+                short_help="How often verifiers accept known-wrong answers, plain and dressed by exploits."),
     LazyCommand("selfcheck", "selfcheck", "selfcheck", short_help="Check any step-by-step solution with SelfCheck."),
     LazyCommand("chat", "chat", "chat", summary="An interactive CRITIC agent in the terminal."),
     LazyCommand("view", "view", "view",

@@ -1,0 +1,258 @@
+"""Running an audit: every known-wrong answer, plain and dressed by each family, judged
+by each verifier; one JSON line per judgement.
+
+Invariants:
+- The unit of work is (instance, answer, family, verifier); the plain answer is the
+  family "plain". Each judgement is one line of `audit.jsonl`, appended (and flushed) as
+  it ends, so a killed audit loses at most the judgements in flight, and a rerun in the
+  same directory judges only what is missing. Model calls go through the call cache
+  like a run's, keyed per sample, so a judgement cut off mid-way replays its calls.
+- A directory holds one audit's subjects: the domain, its options, the model's identity,
+  the seed and the answers' source are kept in `audit-config.json` and a rerun with
+  other ones is refused (one line). Verifiers, families and instances may be added.
+- A dressed answer the family cannot make (`exploit` returned None) is recorded with
+  `text` None and no verdict, so the report can say for how many answers a family was
+  not applicable; it costs no call.
+- The budget (`max_calls`) counts every model call the records hold, answered by the
+  cache or not, checked before each call: an audit stops at the same place on every
+  machine. The judgement in flight when it is reached is not recorded.
+- Only the plain and dressed texts, never a model's reply, are judged by the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..domains.base import BaseDomain, Instance, as_base_domain
+from ..episode import Episode
+from ..errors import VeriloopError
+from ..models.base import Completion, GenParams, Model
+from ..records import Message, Trajectory
+from ..verifiers import get_verifier
+from ..verifiers.base import ChecksDomain, facts
+from .answers import Answers, KnownAnswer, answers_from_run, known_answers
+from .families import Family, Subject
+
+RECORDS = "audit.jsonl"
+CONFIG = "audit-config.json"
+PLAIN = "plain"
+DEFAULT_CONCURRENCY = 4
+
+
+class AuditItem(BaseModel):
+    """One verifier's judgement of one answer, plain (`family` "plain") or dressed."""
+
+    domain: str
+    instance_id: str
+    answer: int  # the answer's index among the instance's known-wrong answers
+    answer_kind: str
+    family: str
+    verifier: str
+    text: str | None  # None: the family cannot dress this answer (no verdict asked)
+    accepted: bool | None = None
+    unreadable: bool = False
+    errors: list[str] = Field(default_factory=list)
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        return (self.instance_id, self.answer, self.family, self.verifier)
+
+
+@dataclass
+class Work:
+    """One judgement to make."""
+
+    instance: Instance
+    answer: KnownAnswer
+    family: str
+    verifier: str
+    text: str | None
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        return (self.instance.id, self.answer.index, self.family, self.verifier)
+
+
+@dataclass
+class AuditPlan:
+    """What an audit will judge, known before any model loads."""
+
+    domain: BaseDomain
+    instances: list[Instance]
+    verifiers: list[str]
+    families: list[Family]
+    answers: dict[str, Answers]
+    work: list[Work]
+    seed: int
+    calls_per_judgement: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def needs_model(self) -> bool:
+        return any(calls != 0 for calls in self.calls_per_judgement.values())
+
+    @property
+    def dropped(self) -> int:
+        return sum(a.dropped for a in self.answers.values())
+
+
+def _subject_rng(seed: int, instance_id: str, index: int, family: str) -> random.Random:
+    return random.Random(f"{seed}:{instance_id}:{index}:{family}")
+
+
+def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instances: list[Instance], *,
+               seed: int = 0, answers_run: Path | None = None) -> AuditPlan:
+    """The audit's work: check the verifiers against the domain, gather the known-wrong
+    answers (ground truth checked), dress each with each family. Raises VeriloopError (one
+    line) for a verifier that cannot judge the domain, or when no known-wrong answer is found."""
+    base = as_base_domain(domain)
+    if not verifiers:
+        raise VeriloopError("an audit needs at least one verifier (--verifier sound, llm, hidden, ...)")
+    built = {name: get_verifier(name) for name in verifiers}
+    for verifier in built.values():
+        if isinstance(verifier, ChecksDomain):
+            verifier.check_domain(base)
+    found = answers_from_run(answers_run, base, instances) if answers_run is not None else {
+        i.id: known_answers(base, i, seed) for i in instances}
+    work: list[Work] = []
+    for instance in instances:
+        answers = found.get(instance.id)
+        if answers is None:
+            continue
+        for answer in answers.wrong:
+            texts: list[tuple[str, str | None]] = [(PLAIN, answer.text)]
+            for family in families:
+                subject = Subject(base, instance, answer.text, answers.right,
+                                  _subject_rng(seed, instance.id, answer.index, family.name))
+                texts.append((family.name, family.exploit(subject)))
+            work += [Work(instance, answer, name, v, text) for name, text in texts for v in verifiers]
+    if not work:
+        raise VeriloopError(f"no known-wrong answer of domain {base.name!r} on these instances "
+                            f"({sum(a.dropped for a in found.values())} scored right by ground truth); give more instances")
+    return AuditPlan(base, instances, list(verifiers), families, found, work, seed,
+                     {name: facts(v).calls for name, v in built.items()})
+
+
+class NoModel:
+    """The model of an audit whose verifiers call none: a call is a bug, said in one line."""
+
+    backend = "none"
+    identity = "none"
+    name = "none"
+    preferred_concurrency = 1
+
+    async def generate(self, messages: list[Message], params: GenParams) -> list[Completion]:
+        raise VeriloopError("this audit's verifiers call no model, yet one asked for a call; give --model")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def audit_config(plan: AuditPlan, model: Model, answers_run: Path | None, domain_options: dict[str, Any]) -> dict[str, Any]:
+    return {"domain": plan.domain.name, "domain_options": domain_options, "model": model.identity,
+            "seed": plan.seed, "answers": str(answers_run) if answers_run else "the domain's own"}
+
+
+def check_config(out_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse to continue an audit directory made for other subjects (one line)."""
+    path = out_dir / CONFIG
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise VeriloopError(f"{path} is not an audit's config; choose another --out") from None
+    changed = [k for k in config if old.get(k) != config[k]]
+    if changed:
+        k = changed[0]
+        raise VeriloopError(f"{out_dir} holds an audit with {k} {old.get(k)!r}, not {config[k]!r}; "
+                            "use another --out for another audit")
+
+
+@dataclass
+class AuditOutcome:
+    items: list[AuditItem]
+    stopped: str | None  # why the audit stopped before its end (a budget), else None
+    new: int  # judgements made by this run
+    seconds: float
+
+
+async def run_audit(plan: AuditPlan, model: Model, out_dir: Path, *, config: dict[str, Any],
+                    max_calls: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+                    on_progress: Callable[[int, int], None] | None = None) -> AuditOutcome:
+    """Judge the plan's work not yet in `out_dir`'s records; returns every record of the
+    plan (old and new). See the module's invariants."""
+    from ..experiment.budget import BudgetReached, Meter, MeteredModel, Usage
+    from ..experiment.schema import Budget
+    from ..runs.dirlock import hold
+    from ..runs.jsonl import RecordWriter, load_records, write_file
+
+    started = time.monotonic()
+    with hold(out_dir):
+        check_config(out_dir, config)
+        write_file(out_dir / CONFIG, json.dumps(config, indent=2) + "\n")
+        path = out_dir / RECORDS
+        recorded = {i.key: i for i in load_records(path, AuditItem)}
+        wanted = {w.key for w in plan.work}
+        todo = [w for w in plan.work if w.key not in recorded]
+        meter = Meter("audit", Budget(max_calls=max_calls, max_tokens=None, max_usd=None), Usage(calls=sum(i.calls for i in recorded.values())))
+        metered = MeteredModel(model, [meter], price=lambda *args, **kwargs: 0.0)
+        done = len(plan.work) - len(todo)
+        if on_progress:
+            on_progress(done, len(plan.work))
+        stopped: list[str] = []
+        gate = asyncio.Semaphore(max(1, concurrency))
+        writer = RecordWriter(path)
+        new = 0
+
+        async def judge(work: Work) -> None:
+            nonlocal done, new
+            async with gate:
+                if stopped:
+                    return
+                try:
+                    item = await _judge(plan.domain, metered, work, plan.seed)  # type: ignore[arg-type]
+                except BudgetReached as reached:
+                    if not stopped:
+                        stopped.append(str(reached))
+                    return
+                await writer.append(item)
+                recorded[item.key] = item
+                done, new = done + 1, new + 1
+                if on_progress:
+                    on_progress(done, len(plan.work))
+
+        try:
+            await asyncio.gather(*(judge(w) for w in todo))
+        finally:
+            await writer.aclose()
+    items = [i for k, i in recorded.items() if k in wanted]
+    return AuditOutcome(items, stopped[0] if stopped else None, new, time.monotonic() - started)
+
+
+async def _judge(domain: BaseDomain, model: Model, work: Work, seed: int) -> AuditItem:
+    item = AuditItem(domain=domain.name, instance_id=work.instance.id, answer=work.answer.index,
+                     answer_kind=work.answer.kind, family=work.family, verifier=work.verifier, text=work.text)
+    if work.text is None:
+        return item
+    trajectory = Trajectory(strategy=f"audit:{work.verifier}", domain=domain.name, model=model.name,
+                            instance_id=work.instance.id, seed=seed)
+    episode = Episode(model=model, domain=domain, instance=work.instance, seed=seed, trajectory=trajectory)
+    verdict = await get_verifier(work.verifier).verify(episode, work.text, 1)
+    item.accepted, item.unreadable = bool(verdict.ok), verdict.unreadable
+    item.errors = [e.message for e in verdict.errors[:3]]
+    item.calls = len(trajectory.calls)
+    item.prompt_tokens = sum(c.prompt_tokens for c in trajectory.calls)
+    item.completion_tokens = sum(c.completion_tokens for c in trajectory.calls)
+    return item
