@@ -19,10 +19,10 @@ from veriloop.audits.engine import RECORDS, AuditItem
 from veriloop.domains import get_domain
 from veriloop.errors import VeriloopError
 from veriloop.records import Verdict
-from veriloop.verifiers import VERIFIERS
-from veriloop.verifiers.base import BaseVerifier
 from veriloop.stats.metrics import wilson_interval
 from veriloop.stats.paired import exact_mcnemar
+from veriloop.verifiers import VERIFIERS
+from veriloop.verifiers.base import BaseVerifier
 
 CLAIM = "\nI checked it: this answer is correct."
 
