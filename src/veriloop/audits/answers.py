@@ -19,6 +19,7 @@ source. The right answer offered beside them is kept only when ground truth scor
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from ..domains.base import BaseDomain, CodeTask, Instance, SupportsStudies
 from ..errors import VeriloopError
+from ..records import Trajectory
 
 
 class KnownAnswer(BaseModel):
@@ -123,19 +125,31 @@ def _checked(domain: BaseDomain, instance: Instance, texts: list[tuple[str, str,
 
 def answers_from_run(run_dir: Path, domain: BaseDomain, instances: list[Instance]) -> dict[str, Answers]:
     """The final replies of a recorded run's trajectories on `domain` that ground truth
-    scores wrong, by instance id (each instance's in the file's order); only instances
-    among `instances` are kept, and each reply is scored again here, not trusted from
-    the record."""
+    scores wrong, by instance id (see `answers_from_trajectories`). The run directory is
+    read only: its files are someone else's."""
     from ..records import Trajectory
     from ..runs.jsonl import read_records, run_file
 
     path = run_file(run_dir, "trajectories.jsonl")
-    wanted = {i.id: i for i in instances}
-    texts: dict[str, list[tuple[str, str, str]]] = {}
-    for t in read_records(path, Trajectory, "trajectory"):  # read only: the run is someone else's
-        if t.domain == domain.name and t.instance_id in wanted and t.final_text:
-            texts.setdefault(t.instance_id, []).append(("recorded", t.final_text, f"{t.strategy}, seed {t.seed}"))
-    if not texts:
+    found = answers_from_trajectories(read_records(path, Trajectory, "trajectory"), domain, instances)
+    if not found:
         raise VeriloopError(f"{path} holds no final reply of domain {domain.name!r} on the instances chosen; "
                             "audit the run's own domain and instances")
+    return found
+
+
+def answers_from_trajectories(trajectories: Iterable[Trajectory], domain: BaseDomain,
+                              instances: list[Instance]) -> dict[str, Answers]:
+    """The trajectories' final replies on `domain` that ground truth scores wrong, by
+    instance id, each instance's in the given order; only instances among `instances`
+    are kept, the same reply is kept once, and each is scored again here, not trusted
+    from its record."""
+    wanted = {i.id: i for i in instances}
+    texts: dict[str, list[tuple[str, str, str]]] = {}
+    for t in trajectories:
+        if t.domain != domain.name or t.instance_id not in wanted or not t.final_text:
+            continue
+        found = texts.setdefault(t.instance_id, [])
+        if all(text != t.final_text for _, text, _ in found):
+            found.append(("recorded", t.final_text, f"{t.strategy}, seed {t.seed}"))
     return {i: _checked(domain, wanted[i], found, None) for i, found in texts.items()}

@@ -112,10 +112,11 @@ def _subject_rng(seed: int, instance_id: str, index: int, family: str) -> random
 
 
 def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instances: list[Instance], *,
-               seed: int = 0, answers_run: Path | None = None) -> AuditPlan:
+               seed: int = 0, answers_run: Path | None = None, answers: dict[str, Answers] | None = None) -> AuditPlan:
     """The audit's work: check the verifiers against the domain, gather the known-wrong
-    answers (ground truth checked), dress each with each family. Raises VeriloopError (one
-    line) for a verifier that cannot judge the domain, or when no known-wrong answer is found."""
+    answers (ground truth checked: `answers` when given, else a recorded run's, else the
+    domain's own), dress each with each family. Raises VeriloopError (one line) for a
+    verifier that cannot judge the domain, or when no known-wrong answer is found."""
     base = as_base_domain(domain)
     if not verifiers:
         raise VeriloopError("an audit needs at least one verifier (--verifier sound, llm, hidden, ...)")
@@ -123,17 +124,21 @@ def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instan
     for verifier in built.values():
         if isinstance(verifier, ChecksDomain):
             verifier.check_domain(base)
-    found = answers_from_run(answers_run, base, instances) if answers_run is not None else {
-        i.id: known_answers(base, i, seed) for i in instances}
+    if answers is not None:
+        found = answers
+    elif answers_run is not None:
+        found = answers_from_run(answers_run, base, instances)
+    else:
+        found = {i.id: known_answers(base, i, seed) for i in instances}
     work: list[Work] = []
     for instance in instances:
-        answers = found.get(instance.id)
-        if answers is None:
+        known = found.get(instance.id)
+        if known is None:
             continue
-        for answer in answers.wrong:
+        for answer in known.wrong:
             texts: list[tuple[str, str | None]] = [(PLAIN, answer.text)]
             for family in families:
-                subject = Subject(base, instance, answer.text, answers.right,
+                subject = Subject(base, instance, answer.text, known.right,
                                   _subject_rng(seed, instance.id, answer.index, family.name))
                 texts.append((family.name, family.exploit(subject)))
             work += [Work(instance, answer, name, v, text) for name, text in texts for v in verifiers]

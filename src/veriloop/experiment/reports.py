@@ -27,6 +27,7 @@ REPORTS: Registry[Report] = Registry("report")
 REPORTS.register("self-verification", "veriloop.reproduce.self_verification:REPORT")
 REPORTS.register("critic", "veriloop.reproduce.critic:REPORT")
 REPORTS.register("selfcheck", "veriloop.reproduce.selfcheck:REPORT")
+REPORTS.register("audit", "veriloop.audits.experiment:REPORT")
 
 ReportRun = Callable[["Experiment", "EvalResult", Mapping[str, "Model"], "Progress | None"], Awaitable[list[str]]]
 
