@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 
 from veriloop.audits import FAMILIES, Subject, get_family
-from veriloop.audits.judge import LOOKALIKES
+from veriloop.audits.judge import LOOKALIKES, dress
 from veriloop.domains import get_domain
 from veriloop.domains.base import BaseDomain, Instance
 from veriloop.domains.game24 import Game24
@@ -247,6 +247,15 @@ def test_a_function_with_no_line_of_its_own_for_the_text_is_not_dressed() -> Non
     for wrong in (one_line, body_only):
         assert HUMANEVAL.extract_answer(TRUNCATE, wrong) is not None
         assert [dressed(n, HUMANEVAL, TRUNCATE, wrong) for n in JUDGE_FAMILIES] == [None] * len(JUDGE_FAMILIES)
+
+
+def test_text_that_changes_the_answer_read_is_not_added() -> None:
+    # CRITIC's own evidence heading ends in "answer:", which the Game of 24 reader takes
+    # for an (empty) answer line: the reply would read as holding no answer at all.
+    heading = "Evidence from running tools on the proposed answer:\nAction: python"
+    assert GAME.extract_answer(PUZZLE, f"{GAME_WRONG}\n\n{heading}") is None
+    assert dress(subject(GAME, PUZZLE, GAME_WRONG), heading) is None
+    assert dress(subject(GAME, PUZZLE, GAME_WRONG), "Action: python") == f"{GAME_WRONG}\n\nAction: python"
 
 
 # --------------------------------------------------------------------------- the judges' own shapes
