@@ -19,8 +19,9 @@ Invariants:
 
 What a judge is shown limits what reaches it: `llm`/`llm-cot` see only the answer the
 domain reads, so on Game of 24, colouring, Blocksworld and gsm8k-cot the added text never
-reaches them (it does on HumanEval, inside the function); `critic-notool` and `selfcheck`
-read the whole reply. The paste-* families copy the exact reply shapes the judges' own
+reaches them (it does on HumanEval, inside the function); `selfcheck` reads the whole
+reply, and so does `critic-notool`, which of these domains runs on HumanEval alone (the
+others are no CRITIC tasks). The paste-* families copy the exact reply shapes the judges' own
 parsers read as acceptance: llm_judge.parse_judgement's JSON, the "Verdict: correct" line
 of verdict_text.parse_verdict (CRITIC's critique, SelfCheck's global check) and the
 "Conclusion: supports" line of selfcheck.text.parse_comparison.
