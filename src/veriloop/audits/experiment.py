@@ -102,7 +102,7 @@ async def report(
             by_domain.setdefault(p.cell.domain, []).append(p)
     parts = [f"# Audit of {experiment.name}\n", f"Model: {model.name}; seed {seed}; answers: "
              + ("the domains' own wrong answers" if options.answers == "domain" else "the cells' wrong final replies")
-             + "\n\n"]
+             + "\n"]
     for key, cells in by_domain.items():
         dom = cells[0].domain
         domain = as_base_domain(dom.domain)
