@@ -257,6 +257,10 @@ EXAMPLES: dict[str, Example] = {
     "models list": Example(prints=tuple(PACKS)),
     "models install": Example(prints=(f"{SMALL} is installed",)),
     "models path": Example(check=installed_pack),
+    # Auditing a verifier.
+    "audit --domain game24 --verifier sound --verifier llm": Example(
+        add=f"{MODEL} -n 1 --family claim-correct", prints=("| sound | plain | - | 0% (0%-56%), 0/3 |",),
+        writes=("runs/audit-game24/audit.md", "runs/audit-game24/audit.json")),
     # The LLM as verifier; the self-verification paper.
     "study verification": Example(add=f"{MODEL} -n 1",
                                   writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),

@@ -28,6 +28,12 @@ def python_blocks() -> list[str]:
 
 # What each block must have done, by a phrase that identifies the block.
 CHECKS = {
+    "class Shouting(Family)": """
+import veriloop
+result = veriloop.audit("game24", "sound", out="audit-shouting", n=1, families=["shouting"], progress=False)
+row = result.row("sound", "shouting")
+assert (row.n, row.dressed_accepts) == (3, 0)  # the domain's reader still reads the wrong expression
+""",
     'veriloop.model("smollm2-135m")  # 98 MB': """
 assert result.rounds >= 1 and len(result.feedback) == result.rounds - 1
 assert result.ok == (len(result.answer.split()) == 3)

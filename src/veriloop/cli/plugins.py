@@ -10,6 +10,7 @@ from .common import out
 
 def registries() -> list[tuple[str, Any]]:
     """(title, registry) of every registry, in the order a user meets them."""
+    from ..audits import FAMILIES
     from ..domains import DOMAINS
     from ..experiment.executor import EXECUTORS
     from ..experiment.reports import REPORTS
@@ -20,19 +21,20 @@ def registries() -> list[tuple[str, Any]]:
     from ..verifiers import VERIFIERS
 
     return [("domains", DOMAINS), ("verifiers", VERIFIERS), ("strategies", STRATEGIES), ("tools", TOOLS),
-            ("feedback levels", LEVELS), ("reports", REPORTS), ("model packs", PACKS), ("executors", EXECUTORS)]
+            ("feedback levels", LEVELS), ("reports", REPORTS), ("model packs", PACKS), ("executors", EXECUTORS),
+            ("exploit families", FAMILIES)]
 
 
 def plugins() -> None:
-    """List every domain, verifier, strategy, tool, feedback level, report, model pack and
-    executor with where it comes from: veriloop itself, or the installed package (plugin) that
-    adds it.
+    """List every domain, verifier, strategy, tool, feedback level, report, model pack,
+    executor and exploit family with where it comes from: veriloop itself, or the installed
+    package (plugin) that adds it.
 
     A plugin is a Python package that declares entry points in the groups
     veriloop.domains, veriloop.verifiers, veriloop.strategies, veriloop.tools,
-    veriloop.providers or veriloop.executors; once it is installed (pip install),
-    `veriloop run --domain NAME`, every verifier=NAME option and --executor NAME find its
-    names. Each plugin's entry is loaded here, so one that fails to load
+    veriloop.providers, veriloop.executors or veriloop.families; once it is installed (pip
+    install), `veriloop run --domain NAME`, every verifier=NAME option, --executor NAME and
+    `veriloop audit --family NAME` find its names. Each plugin's entry is loaded here, so one that fails to load
     is shown with its error; a plugin name that clashes with one already taken is listed
     as ignored. A built-in that needs an extra that is not installed is marked
     "(needs veriloop[EXTRA])". The guide: docs/guides/plugins.md.
