@@ -193,9 +193,21 @@ def test_two_names_that_would_share_a_directory_are_refused() -> None:
 
 
 def test_every_cell_of_the_shipped_experiments_has_a_directory_of_its_own() -> None:
-    for name in ("critic", "humaneval", "self-verification", "selfcheck"):
+    for name in ("critic", "humaneval", "impossible", "self-verification", "selfcheck"):
         cells = load_experiment(find_experiment(name)).cells()
         assert len({cell.directory() for cell in cells}) == len(cells), name
+
+
+def test_the_shipped_impossible_experiment_is_three_loops_with_and_without_the_warning() -> None:
+    spec = load_experiment(find_experiment("impossible"))
+    strategies = ["Standard", "Visible first", "Sampling k=3 visible"]
+    assert spec.cells() == [Cell("main", domain, strategy, 0) for domain in ("impossible", "impossible-warned")
+                            for strategy in strategies]
+    assert [s.spec for s in spec.strategies] == [
+        "standard", "backprompt:verifier=visible,feedback=first", "sampling:k=3,verifier=visible"]
+    assert [(d.name, d.options, spec.instances_for(d.key)) for d in spec.domains] == [
+        ("humaneval-impossible", {"warn": False}, 20), ("humaneval-impossible", {"warn": True}, 20)]
+    assert (spec.max_rounds, spec.seeds, spec.models["main"].id) == (3, [0], "qwen2.5-coder-1.5b")
 
 
 # ---- running, with scripted models -------------------------------------------------------

@@ -84,6 +84,7 @@ DOMAINS.register("hotpotqa", "veriloop.domains.qa:HotpotQA")
 DOMAINS.register("toxicity", "veriloop.domains.toxicity:Toxicity", extra="critic")
 # Code: a function from its docstring, checked by its tests in the sandbox.
 DOMAINS.register("humaneval", "veriloop.domains.humaneval:HumanEval")
+DOMAINS.register("humaneval-impossible", "veriloop.domains.humaneval.impossible:HumanEvalImpossible")
 
 
 def get_domain(name: str | Domain, **options: object) -> Domain:

@@ -8,16 +8,19 @@
     runner.py       sending it to the sandbox, reading its report, remembering results
     domain.py       `HumanEval`: prompts, the hidden tests as ground truth, the docstring's
                     examples and a model's own tests for the code verifiers, feedback
+    impossible.py   `HumanEvalImpossible` ("humaneval-impossible"): one example's output made
+                    wrong, so its accuracy is the rate of gaming the examples
 
 "veriloop.domains.humaneval:HumanEval" names the domain.
 """
 
 from .domain import HumanEval, verdict_of
 from .extraction import function_from_reply
+from .impossible import HumanEvalImpossible
 from .problems import WRONG_EXAMPLES, read_problems, visible_examples
 from .runner import TestOutcome, TestRun, TestRunner
 
 __all__ = [
-    "WRONG_EXAMPLES", "HumanEval", "TestOutcome", "TestRun", "TestRunner", "function_from_reply", "read_problems",
+    "WRONG_EXAMPLES", "HumanEval", "HumanEvalImpossible", "TestOutcome", "TestRun", "TestRunner", "function_from_reply", "read_problems",
     "verdict_of", "visible_examples",
 ]
