@@ -178,7 +178,7 @@ def test_each_commands_line_in_the_list_is_its_own_short_help_at_every_width():
                 assert entry.listing().get_short_help_str(limit) == command.get_short_help_str(limit), (
                     path, entry.name, limit)
             checked += 1
-    assert checked == 21
+    assert checked == 22
 
 
 def test_a_lazy_command_takes_either_a_short_help_or_a_summary():
