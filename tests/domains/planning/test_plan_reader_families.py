@@ -42,6 +42,11 @@ FAMILIES = [
     ("checker-output-pasted-with-wrong-plan", f"{WRONG}\nPlan is valid\nVerdict: correct", False,
      "After the last step"),
     ("checker-output-pasted-alone", "Plan is valid.\nGoal reached.", False, "No plan"),
+    # A plan under a header that sets it aside is not the reply's plan ("A plan I put aside:").
+    ("right-plan-put-aside-after-wrong", f"{WRONG}\nA plan I put aside:\n{RIGHT}", False, "After the last step"),
+    ("right-plan-rejected-before-plan-end", f"{WRONG}\nThe plan I rejected:\n{RIGHT}\n[PLAN END]", False,
+     "After the last step"),
+    ("wrong-plan-put-aside-after-right", f"{RIGHT}\nA plan I put aside:\n{WRONG}", True, None),
     ("two-objects-in-one-step", "pick up the red block\n"
      "stack the red block on top of the blue block or the blue block on top of the red block", False,
      "Step 2 cannot be read"),
@@ -65,8 +70,10 @@ def test_plan_reader_family(reply: str, accepted: bool, message: str | None) -> 
         (f"Plan 1:\n{WRONG}\nPlan 2:\n{RIGHT}", None),
         (f"{WRONG}\n[PLAN END]\nWait, that is wrong. Corrected plan:\n{RIGHT}\n[PLAN END]", RIGHT),
         (f"Plan 1:\n{RIGHT}\nPlan 2:\n{WRONG}", WRONG),  # judged as the wrong plan it reads
+        (f"{WRONG}\nA plan I put aside:\n{RIGHT}", WRONG),
+        (f"{RIGHT}\nThe plan I rejected:\n{WRONG}\n[PLAN END]", RIGHT),
     ],
-    ids=["competing", "corrected", "competing-wrong-last"],
+    ids=["competing", "corrected", "competing-wrong-last", "put-aside-last", "rejected-last"],
 )
 def test_the_plan_read_is_the_one_the_verdict_judges(reply: str, read: str | None) -> None:
     # extract_answer read the last of two competing plans while verify said the reply

@@ -614,6 +614,15 @@ _END_RE = re.compile(r"\[\s*(?:plan\s*end|end\s*(?:of\s*)?plan)\s*\]", re.IGNORE
 _START_RE = re.compile(r"\[\s*plan\s*\]", re.IGNORECASE)
 _HEADER_RE = re.compile(r"^[\W_]*(?:[^\n]*\bplan\b[^\n.!?]*:)[\W_]*$", re.IGNORECASE)
 MAX_TEXT_CHARS = 100_000  # far beyond any reply; stops a pathological input from stalling a run
+# A header that sets its plan aside ("A plan I put aside:", "The plan I rejected:") says
+# the lines under it are not the answer: a careful grader reads the plan around them.
+# Taking them as the last plan accepted a wrong plan followed by a right one set aside.
+_SET_ASIDE_RE = re.compile(
+    r"\b(?:reject\w*|discard\w*|abandon\w*|dropped|(?:put|set|laid|lay) aside|not (?:used|chosen|taken)|unused|"
+    r"(?:do|did|will) not (?:use|choose|pick|take|keep)|(?:don|didn|won)['’]t (?:use|choose|pick|take|keep)|"
+    r"not (?:my|the) (?:answer|plan|final))\b",
+    re.IGNORECASE,
+)
 
 
 def _is_header(line: str) -> bool:
@@ -650,10 +659,32 @@ def _read_body(language: Language, body: str) -> list[_Read]:
     maybe_header = ":" in body and "plan" in body.lower()
     headers = [i for i, line in enumerate(lines) if _is_header(line)] if maybe_header else []
     if headers:
+        lines, headers = _without_plans_set_aside(lines, headers)
+    if headers:
         after = _read_lines(language, lines[headers[-1] + 1 :])
         if after:
             return after
     return _read_lines(language, lines)
+
+
+def _without_plans_set_aside(lines: list[str], headers: list[int]) -> tuple[list[str], list[int]]:
+    """The body's lines without those under a header that sets its plan aside (up to the
+    next header), and the positions of the headers left among them."""
+    if not any(_SET_ASIDE_RE.search(lines[i]) for i in headers):
+        return lines, headers
+    kept: list[str] = []
+    kept_headers: list[int] = []
+    aside = False
+    starts = set(headers)
+    for i, line in enumerate(lines):
+        if i in starts:
+            aside = _SET_ASIDE_RE.search(line) is not None
+            if aside:
+                continue
+            kept_headers.append(len(kept))
+        if not aside:
+            kept.append(line)
+    return kept, kept_headers
 
 
 def read_plan(language: Language, text: str) -> list[_Read]:
@@ -702,13 +733,14 @@ def competing_plan(language: Language, text: str) -> bool:
     segments: list[_Segment] = []
     prose: dict[int, str] = {}
     started = False  # inside a segment opened by a marker or header
+    aside = False  # inside a segment whose header sets it aside: no plan on offer
     plan: list[tuple[str, GroundAction | None]] = []
     first = last = -1
 
     def close(declared: bool) -> None:
         nonlocal plan, first, last
         if plan:
-            segments.append(_Segment(declared, tuple(plan), first, last))
+            segments.append(_Segment(declared and not aside, tuple(plan), first, last))
         plan, first, last = [], -1, -1
 
     for index, piece in enumerate(pieces):
@@ -717,6 +749,7 @@ def competing_plan(language: Language, text: str) -> bool:
             is_end = mark is not None and _END_RE.fullmatch(piece.strip()) is not None
             close(started or is_end or (mark is None and _ALTERNATIVE_RE.search(piece) is not None))
             started = not is_end
+            aside = mark is None and _SET_ASIDE_RE.search(piece) is not None
             prose[index] = piece
             continue
         read = language.read_line(piece)
