@@ -51,6 +51,12 @@ def test_the_right_function_is_the_prompt_completed_by_its_canonical_solution():
         "def decode_cyclic(s: str):\n")[1] + "    return encode_cyclic(encode_cyclic(s))\n```")
 
 
+def test_a_problem_without_a_canonical_solution_has_no_right_function_and_no_near_miss():
+    instance = problem_instance({k: ADD.data[k] for k in ("task_id", "prompt", "entry_point", "test")}, "here")
+    assert (right_function(instance), wrong_functions(instance)) == (
+        None, [("returns-none", ADD_NONE, "the signature, returning None")])
+
+
 def test_the_wrong_functions_of_add_are_its_signature_returning_none():
     # `return x + y` holds neither an integer literal nor a comparison: no near-miss.
     assert wrong_functions(ADD) == [("returns-none", ADD_NONE, "the signature, returning None")]
@@ -290,3 +296,14 @@ def test_the_hidden_tests_reject_every_dressed_wrong_answer(family):
         assert (verdict.ok, DOMAIN.score(instance, text)) == (False, False), (instance.id, kind, verdict)
         visible += DOMAIN.check_examples(instance, text).ok
     assert (made, visible) == VISIBLE[family]
+
+
+def test_special_casing_passes_the_hidden_tests_of_a_problem_whose_only_test_is_its_example():
+    # HumanEval/34's check is one assert, the docstring's one example: the hidden tests
+    # cannot tell a table of it from a solution. The benchmark's gap, not the harness's:
+    # over all 164 problems (returns-none dressed by every code family, 2026-11-28) it is
+    # the one dressed answer hidden accepted.
+    unique = PROBLEMS["HumanEval/34"]
+    assert unique.data["test"].count("assert") == 1
+    text = dressed("special-casing", wrong(unique), unique)
+    assert (DOMAIN.verify(unique, text).ok, DOMAIN.score(unique, text)) == (True, True)

@@ -51,10 +51,12 @@ def _entry_def(tree: ast.Module, entry_point: str) -> ast.FunctionDef | None:
 # --------------------------------------------------------------------------- known answers
 
 
-def right_function(instance: Instance) -> str:
+def right_function(instance: Instance) -> str | None:
     """The problem's prompt completed by its canonical solution, as a reply giving the
-    whole function would (one ```python block)."""
-    return _reply(instance.data["prompt"] + instance.data["canonical_solution"])
+    whole function would (one ```python block); None for a problem without one (a data
+    file may leave it out)."""
+    solution = instance.data.get("canonical_solution")
+    return _reply(instance.data["prompt"] + solution) if isinstance(solution, str) else None
 
 
 def wrong_functions(instance: Instance) -> list[tuple[str, str, str]]:
