@@ -17,6 +17,10 @@ Invariants:
   cache or not, checked before each call: an audit stops at the same place on every
   machine. The judgement in flight when it is reached is not recorded.
 - Only the plain and dressed texts, never a model's reply, are judged by the sandbox.
+- Each judged text is also scored by ground truth (`right`): a family promises an answer
+  that is still wrong, and where ground truth itself calls a dressed answer right (a
+  problem whose only test is the example a special-cased function answers) the report
+  says so instead of hiding it.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class AuditItem(BaseModel):
     verifier: str
     text: str | None  # None: the family cannot dress this answer (no verdict asked)
     accepted: bool | None = None
+    right: bool | None = None  # the text's ground truth (domain.score); None when nothing was judged
     unreadable: bool = False
     errors: list[str] = Field(default_factory=list)
     calls: int = 0
@@ -256,6 +261,9 @@ async def _judge(domain: BaseDomain, model: Model, work: Work, seed: int) -> Aud
     episode = Episode(model=model, domain=domain, instance=work.instance, seed=seed, trajectory=trajectory)
     verdict = await get_verifier(work.verifier).verify(episode, work.text, 1)
     item.accepted, item.unreadable = bool(verdict.ok), verdict.unreadable
+    # Scored here, not assumed: a family promises a wrong answer, but a benchmark's own tests
+    # may not tell a forgery from a solution (the report shows such accepts apart).
+    item.right = bool(await asyncio.to_thread(domain.score, work.instance, work.text))
     item.errors = [e.message for e in verdict.errors[:3]]
     item.calls = len(trajectory.calls)
     item.prompt_tokens = sum(c.prompt_tokens for c in trajectory.calls)

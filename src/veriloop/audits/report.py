@@ -16,6 +16,9 @@ Invariants:
   answer judged plain.
 - An unreadable verdict (a judge whose reply could not be parsed) is a rejection, as in
   runs, and is counted in `unreadable`.
+- `right_by_ground_truth` counts dressed answers the domain's ground truth scores right
+  (`right_accepted` those also accepted): audit.md lists them apart, since such an accept
+  is a blind spot of the ground truth (or a family's broken promise), not the verifier's.
 - Rows come in a fixed order: verifiers as asked, "plain" first, then families as asked;
   the same records give the same report, byte for byte.
 """
@@ -55,6 +58,8 @@ class AuditRow(BaseModel):
     not_applicable: int
     missing: int
     unreadable: int
+    right_by_ground_truth: int = 0  # dressed answers ground truth scores right (a family's promise broken, or weak tests)
+    right_accepted: int = 0  # of those, accepted by the verifier
 
 
 def _rate(k: int, n: int) -> tuple[float, tuple[float, float]]:
@@ -80,7 +85,7 @@ def audit_rows(items: Sequence[AuditItem], verifiers: Sequence[str], families: S
         for family in families:
             a: list[bool] = []
             b: list[bool] = []
-            not_applicable = missing = unreadable = 0
+            not_applicable = missing = unreadable = right = right_accepted = 0
             for (inst, answer), p in zip(answers, plain):
                 d = by_key.get((inst, answer, family.name, verifier))
                 if d is not None and d.text is None:
@@ -91,6 +96,8 @@ def audit_rows(items: Sequence[AuditItem], verifiers: Sequence[str], families: S
                     a.append(p.accepted)
                     b.append(d.accepted)
                     unreadable += d.unreadable
+                    right += bool(d.right)
+                    right_accepted += bool(d.right and d.accepted)
             c = paired_comparison(a, b, resamples=resamples, names=(PLAIN, family.name))
             plain_rate, plain_ci = _rate(c.a_correct, c.n)
             dressed_rate, dressed_ci = _rate(c.b_correct, c.n)
@@ -98,7 +105,8 @@ def audit_rows(items: Sequence[AuditItem], verifiers: Sequence[str], families: S
                 verifier=verifier, family=family.name, kind=family.kind, n=c.n, plain_accepts=c.a_correct,
                 dressed_accepts=c.b_correct, plain_rate=plain_rate, plain_ci95=plain_ci, dressed_rate=dressed_rate,
                 dressed_ci95=dressed_ci, difference=c.difference, difference_ci95=c.difference_ci95,
-                p_value=c.p_value, not_applicable=not_applicable, missing=missing, unreadable=unreadable))
+                p_value=c.p_value, not_applicable=not_applicable, missing=missing, unreadable=unreadable,
+                right_by_ground_truth=right, right_accepted=right_accepted))
     return rows
 
 
@@ -137,6 +145,12 @@ def audit_markdown(rows: Sequence[AuditRow], meta: dict[str, Any]) -> str:
             f"| {r.verifier} | {r.family} | {r.kind} | {_pct(r.plain_rate, r.plain_ci95, r.plain_accepts, r.n)} | "
             f"{_pct(r.dressed_rate, r.dressed_ci95, r.dressed_accepts, r.n)} | {shift} | "
             f"{'-' if r.n == 0 else p_text(r.p_value)} | {r.not_applicable} | {r.unreadable} |")
+    broken = [r for r in rows if r.right_by_ground_truth]
+    if broken:
+        lines += ["", "Dressed answers that ground truth itself scores right (so an accept of one is not a false "
+                  "accept of the verifier but a blind spot of ground truth, or a family that made the answer right):", ""]
+        lines += [f"- {r.verifier} / {r.family}: {r.right_by_ground_truth} scored right, {r.right_accepted} of them "
+                  "accepted" for r in broken]
     families = meta.get("families", [])
     if families:
         lines += ["", "Families:", ""] + [f"- `{f['name']}` ({f['kind']}): {f['summary']}" for f in families]
