@@ -14,6 +14,9 @@ two step-by-step solutions of two steps each, whose verdicts are +1, -1 and then
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 from pathlib import Path
 
 from veriloop.domains import get_domain
@@ -63,8 +66,30 @@ STEP_CHECKS = {
          "12 + 5 = 17.", "Conclusion: supports", 1)],
 }
 
+# The audit the viewer's tests show (tests/view/conftest.audited): the sound checker
+# accepts no wrong answer, so hand-made verdicts stand in for a judge a family fooled.
+FOOLED = "claim-correct"
+AUDIT_FAMILIES = [FOOLED, "note-to-grader"]
+DRESSED_MARKUP = "</script><script>alert(1)</script><img src=x onerror=alert(1)> Answer: it is right"
+
 
 def write_run(folder: Path, trajectories: list[Trajectory]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trajectories.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
     return folder
+
+
+def embedded_payload(html: str) -> dict:
+    """The JSON payload a report page embeds."""
+    found = re.search(r'<script type="application/json" id="veriloop-data">(.*?)</script>', html, re.S)
+    assert found
+    return json.loads(found.group(1))
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command printed, checked to be one line and no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]

@@ -10,9 +10,12 @@ import pytest
 from helpers import booby_trapped_check
 from scripted import play
 from view_runs import (
+    AUDIT_FAMILIES,
     CRITIQUE,
+    DRESSED_MARKUP,
     EIGHT,
     FEEDBACK,
+    FOOLED,
     GAME24,
     GSM8K,
     GSM8K_COT,
@@ -122,12 +125,13 @@ class Node {
   removeChild(k) { this.kids = this.kids.filter(function (x) { return x !== k; }); return k; }
   replaceChildren() { this.kids = []; for (const k of arguments) this.appendChild(typeof k === "object" ? k : new Node("#text", String(k))); }
   setAttribute(k, v) { if (k === "value") this.value = String(v); }
-  addEventListener() {}
   get firstChild() { return this.kids[0] || null; }
   get textContent() { return this.own !== null ? this.own : this.kids.map(function (k) { return k.textContent; }).join(""); }
   set textContent(v) { this.kids = []; this.own = String(v); }
 }
 const app = new Node("div");
+const listeners = [];  // [node, event, handler]: the harness fires "toggle" on every <details>
+Node.prototype.addEventListener = function (ev, fn) { listeners.push([this, ev, fn]); };
 const document = {
   getElementById: function (id) { return id === "veriloop-data" ? { textContent: data } : app; },
   createElement: function (t) { return new Node(t); }, createElementNS: function (ns, t) { return new Node(t); },
@@ -136,19 +140,22 @@ const document = {
 const window = { innerHeight: 800, addEventListener() {}, requestAnimationFrame() {}, scrollTo() {} };
 vm.runInNewContext(script, { document: document, window: window, location: { hash: "", protocol: "file:" },
   history: { replaceState() {}, pushState() {} }, URLSearchParams: URLSearchParams, setInterval() {} });
-const selects = [];
+listeners.forEach(function (l) { if (l[1] === "toggle") { l[0].open = true; l[2](); } });
+const selects = [], texts = [];
 (function walk(n) {
   if (n.tag === "select") selects.push(n.kids.map(function (o) { return o.textContent; }));
+  if (["h2", "h3", "th", "td", "summary", "pre", "b", "span", "p"].indexOf(n.tag) >= 0) texts.push(n.textContent);
   n.kids.forEach(walk);
 })(app);
-process.stdout.write(JSON.stringify(selects));
+process.stdout.write(JSON.stringify({ selects: selects, texts: texts }));
 """
 
 
 @pytest.fixture
-def filter_options(tmp_path: Path):
-    """filter_options(payload): the options of each filter the page draws, in order, as the
-    page's script writes them (Node on a stand-in DOM)."""
+def drawn(tmp_path: Path):
+    """drawn(payload): what the page's script draws on its first page (Node on a stand-in
+    DOM, every <details> opened): {"selects": the options of each filter, in order,
+    "texts": the text of each heading, cell, summary, pre, b, span and p, in page order}."""
     import shutil
     import subprocess
 
@@ -171,3 +178,45 @@ def filter_options(tmp_path: Path):
         return json.loads(proc.stdout)
 
     return run
+
+
+@pytest.fixture
+def filter_options(drawn):
+    """filter_options(payload): the options of each filter the page draws, in order."""
+    return lambda payload: drawn(payload)["selects"]
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real audit of Game of 24 by the sound checker (2 instances, two families), then
+    edited as a fooled judge would have judged: on every instance the claim-correct
+    answer 0 is accepted, on the second instance its plain answer too, and the first
+    accepted text is markup meant to break out of the page. audit.json is rewritten from
+    the edited records by the audit's own report code."""
+    import veriloop
+    from veriloop.audits import get_family
+    from veriloop.audits.engine import RECORDS, AuditItem
+    from veriloop.audits.report import REPORT_JSON, audit_rows, write_report
+
+    out = tmp_path_factory.mktemp("audit")
+    veriloop.audit("game24", "sound", out=out, n=2, families=AUDIT_FAMILIES, progress=False)
+    items = [AuditItem.model_validate_json(line) for line in (out / RECORDS).read_text().splitlines()]
+    instances = sorted({i.instance_id for i in items})
+    for item in items:
+        if item.answer == 0 and (item.family == FOOLED or (item.family == "plain" and item.instance_id == instances[1])):
+            item.accepted = True
+        if item.answer == 0 and item.family == FOOLED and item.instance_id == instances[0]:
+            item.text = DRESSED_MARKUP
+    (out / RECORDS).write_text("".join(i.model_dump_json() + "\n" for i in items))
+    meta = json.loads((out / REPORT_JSON).read_text())
+    del meta["rows"]
+    write_report(out, audit_rows(items, ["sound"], [get_family(f) for f in AUDIT_FAMILIES]), meta)
+    return out
+
+
+@pytest.fixture
+def audit_dir(tmp_path: Path, audited: Path) -> Path:
+    """A copy of the audit fixture's directory, for a test to change."""
+    import shutil
+
+    return Path(shutil.copytree(audited, tmp_path / "audit-seed0"))

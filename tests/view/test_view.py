@@ -36,6 +36,8 @@ from view_runs import (
     STEP_CHECKS,
     TOOL_CALLS,
     WRONG_PROGRAM,
+    embedded_payload,
+    one_line_error,
     write_run,
 )
 
@@ -226,12 +228,6 @@ def test_a_calls_reasoning_tokens_and_what_was_sent_reach_the_page(tmp_path, pla
     assert {(other[13], other[16]) for other in others} == {(None, None)}  # a local model's calls say none
 
 
-def embedded_payload(html: str) -> dict:
-    found = re.search(r'<script type="application/json" id="veriloop-data">(.*?)</script>', html, re.S)
-    assert found
-    return json.loads(found.group(1))
-
-
 def test_hostile_model_output_never_reaches_the_page_as_markup(run_dir, played):
     html = build([run_dir], references=False).html
     for fragment in ("<script>alert", "</script><script>", "<img src=x", "onerror=alert(1)>", "<img"):
@@ -310,20 +306,13 @@ def test_load_errors(tmp_path):
         data.load([bad])
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    return lines[0]
-
-
 def test_cli_errors_are_one_line(tmp_path):
     assert one_line_error(veriloop("view", str(tmp_path / "nowhere"))) == (
         f"error: {tmp_path / 'nowhere'} does not exist")
     (tmp_path / "empty").mkdir()
     assert one_line_error(veriloop("view", str(tmp_path / "empty"))) == (
-        f"error: {tmp_path / 'empty'} holds no trajectories (no trajectories.jsonl in it or below it)")
+        f"error: {tmp_path / 'empty'} holds no trajectories and no audit (no trajectories.jsonl or audit.json in it "
+        "or below it)")
     (tmp_path / "notes.txt").write_text("hello")
     assert "is not a run directory" in one_line_error(veriloop("view", str(tmp_path / "notes.txt")))
 

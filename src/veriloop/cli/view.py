@@ -13,8 +13,8 @@ from .common import out
 
 def view(
     paths: Annotated[list[Path], typer.Argument(
-        metavar="PATH", help="Run directories, experiment directories or trajectories.jsonl files; several "
-        "are compared in one report.", show_default=False,
+        metavar="PATH", help="Run directories, experiment directories, audit directories or trajectories.jsonl "
+        "files; several are compared in one report.", show_default=False,
     )],
     out_file: Annotated[Path | None, typer.Option(
         "--out", metavar="FILE", help="Where to write the report. Default: report.html in the PATH when one "
@@ -39,7 +39,9 @@ def view(
     accuracy-by-round and accuracy-vs-tokens charts, every trajectory with filters
     (strategy, model, solved, stop reason, verifier against ground truth), each one as
     a timeline of its calls, verdicts, feedback, tool calls and SelfCheck steps, and one
-    instance under two strategies side by side.
+    instance under two strategies side by side. Audits (`veriloop audit` directories,
+    or an experiment's) show their false-accept table and the dressed answers each
+    verifier accepted.
 
     The file is self-contained (no network; it opens from disk) and model output in it
     is shown as text, never run. Several PATHs are compared in one report."""
@@ -53,8 +55,9 @@ def view(
         return
     built = build(paths, title, references=references)
     _write(target, built.html)
-    out.print(f"wrote {target}: {built.trajectories} trajectories, {built.size} bytes "
-              f"({built.bytes_per_trajectory:.0f} per trajectory)", highlight=False)
+    audits = f", {built.audits} audit{'' if built.audits == 1 else 's'}" if built.audits else ""
+    each = f" ({built.bytes_per_trajectory:.0f} per trajectory)" if built.trajectories else ""
+    out.print(f"wrote {target}: {built.trajectories} trajectories{audits}, {built.size} bytes{each}", highlight=False)
 
 
 def _write(target: Path, html: str) -> None:

@@ -8,7 +8,8 @@ Viewing reads data and never runs code or writes: the records are read without c
 torn last line, references come from the instances.jsonl the run recorded (never from
 rebuilding its domain out of config.json, which could name a check file to import or ask
 for 10^8 generated instances), and a run's file that is a symbolic link or resolves
-outside its directory is refused.
+outside its directory is refused. Audit directories under the paths are read the same way
+(audits.py) and shown beside the runs; a path holding audits and no run is viewable.
 
 The payload stores every distinct text once (`S`) and every distinct message once (`M`,
 a role and a text); a call lists the indices of its messages. A few-shot prompt repeated
@@ -30,6 +31,7 @@ from ..runs.jsonl import read_records, run_file
 from ..stats.frontier import output_round
 from ..stats.metrics import StrategySummary, summarise
 from ..stats.pools import strategy_pools
+from .audits import REPORT, AuditSource, audit_directories, audit_payload, discover_audits
 
 TRAJECTORIES = "trajectories.jsonl"  # the run directory's record file (runs.runner.TRAJECTORIES)
 INSTANCES = "instances.jsonl"  # its instances, with their references (runs.runner.INSTANCES)
@@ -57,6 +59,7 @@ class Loaded:
     sources: list[RunSource]
     trajectories: list[tuple[RunSource, Trajectory]] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)  # as the user gave them
+    audits: list[AuditSource] = field(default_factory=list)
 
 
 def _shortest_labels(paths: Sequence[Path]) -> list[str]:
@@ -84,15 +87,18 @@ def _experiment_order(directory: Path, files: list[Path]) -> list[Path]:
 def discover(paths: Sequence[Path]) -> list[RunSource]:
     """The run directories the paths name: a run directory, an experiment directory (every
     trajectories.jsonl below it) or a trajectories.jsonl file. A path that does not exist
-    or holds no trajectory file is an error naming it; so is a run directory's
-    trajectories.jsonl that is a symbolic link or resolves outside it (runs.jsonl.run_file)."""
+    or holds neither a trajectory file nor an audit (audits.discover_audits) is an error
+    naming it; so is a run directory's trajectories.jsonl that is a symbolic link or
+    resolves outside it (runs.jsonl.run_file)."""
     if not paths:
-        raise VeriloopError("give a run directory, an experiment directory or a trajectories.jsonl file")
+        raise VeriloopError("give a run directory, an experiment directory, an audit directory or a trajectories.jsonl file")
     found: list[tuple[Path, Path | None]] = []  # (trajectory file, experiment directory)
     for path in paths:
         if not path.exists():
             raise VeriloopError(f"{path} does not exist")
         if path.is_file():
+            if path.name == REPORT:
+                continue  # an audit alone (discover_audits)
             if path.suffix != ".jsonl":
                 raise VeriloopError(f"{path} is not a run directory, an experiment directory or a .jsonl file")
             found.append((path, None))
@@ -102,8 +108,9 @@ def discover(paths: Sequence[Path]) -> list[RunSource]:
             # rglob follows no linked directory; a linked trajectory file is refused by run_file.
             files = [run_file(f.parent, TRAJECTORIES) for f in path.rglob(TRAJECTORIES)]
             files = [f for f in files if f.is_file()]
-            if not files:
-                raise VeriloopError(f"{path} holds no trajectories (no {TRAJECTORIES} in it or below it)")
+            if not files and not audit_directories(path):
+                raise VeriloopError(f"{path} holds no trajectories and no audit (no {TRAJECTORIES} or {REPORT} in it "
+                                    "or below it)")
             found += [(f, path) for f in _experiment_order(path, files)]
     seen: set[Path] = set()
     unique = []
@@ -131,13 +138,13 @@ def read_trajectories(file: Path) -> list[Trajectory]:
 
 
 def load(paths: Sequence[Path], allow_empty: bool = False) -> Loaded:
-    """Every trajectory the paths hold; none at all is an error unless `allow_empty` (a
-    served run that has not finished its first trajectory yet)."""
+    """Every trajectory and audit the paths hold; no trajectory and no audit is an error
+    unless `allow_empty` (a served run that has not finished its first trajectory yet)."""
     sources = discover(paths)
-    loaded = Loaded(sources, paths=list(paths))
+    loaded = Loaded(sources, paths=list(paths), audits=discover_audits(paths))
     for source in sources:
         loaded.trajectories += [(source, t) for t in read_trajectories(source.file)]
-    if not loaded.trajectories and not allow_empty:
+    if not loaded.trajectories and not loaded.audits and not allow_empty:
         names = ", ".join(str(p) for p in paths)
         raise VeriloopError(f"{names} hold{'s' if len(paths) == 1 else ''} no trajectories yet (empty {TRAJECTORIES})")
     return loaded
@@ -350,9 +357,10 @@ def build_payload(
     loaded: Loaded, title: str = "veriloop report", live: bool = False,
     references: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The page's data: sources, the overview rows (one per group), and every trajectory
-    in compact form over the shared text and message tables. `references`: by source
-    label, each instance's reference answer, where known."""
+    """The page's data: sources, the overview rows (one per group), every trajectory in
+    compact form over the shared text and message tables, and the audits (`A`, read
+    here: audits.audit_payload). `references`: by source label, each instance's
+    reference answer, where known."""
     intern = Interner()
     groups = groups_of(loaded)
     index = {(g.source, g.model, g.domain, g.strategy, g.seed): i for i, g in enumerate(groups)}
@@ -361,12 +369,13 @@ def build_payload(
         _trajectory(t, index[(src.label, t.model, t.domain, t.strategy, t.seed)], intern, refs.get(src.label, {}))
         for src, t in loaded.trajectories
     ]
+    audits = audit_payload(loaded.audits, intern)
     return {
         "v": PAYLOAD_VERSION, "title": title, "live": live, "paths": [str(p) for p in loaded.paths],
         "sources": [{"label": s.label, "path": str(s.directory),
                      "experiment": str(s.experiment) if s.experiment else None} for s in loaded.sources],
         "groups": [summary_row(g, g.summary()) for g in groups],
-        "S": intern.strings, "M": intern.messages, "T": trajectories,
+        "S": intern.strings, "M": intern.messages, "T": trajectories, "A": audits,
     }
 
 

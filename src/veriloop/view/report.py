@@ -13,6 +13,7 @@ from . import data, page
 class Built:
     html: str
     trajectories: int
+    audits: int = 0
 
     @property
     def size(self) -> int:
@@ -31,11 +32,11 @@ def build(
     paths: Sequence[Path], title: str | None = None, *, live: bool = False, version: str = "",
     references: bool = True, allow_empty: bool = False,
 ) -> Built:
-    """The report of every trajectory under `paths`. `live`: the page polls the server
+    """The report of every trajectory and audit under `paths`. `live`: the page polls the server
     for `version` and reloads when it changes. `references`: show each instance's
     reference answer, as the run recorded it (data.load_references; nothing is rebuilt)."""
     loaded = data.load(paths, allow_empty=allow_empty)
     refs = data.load_references(loaded.sources) if references else None
     payload = data.build_payload(loaded, title or title_for(paths), live=live, references=refs)
     payload["version"] = version
-    return Built(page.render(payload), len(loaded.trajectories))
+    return Built(page.render(payload), len(loaded.trajectories), len(loaded.audits))

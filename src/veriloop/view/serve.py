@@ -1,5 +1,5 @@
 """`veriloop view --serve`: the report on http://127.0.0.1:PORT/, rebuilt when the run's
-files change. The page asks /__veriloop/version every 1.5 s and reloads itself when the
+files (or an audit's) change. The page asks /__veriloop/version every 1.5 s and reloads itself when the
 answer changes, so a run that is still writing shows its new trajectories as they land.
 
 Bound to 127.0.0.1 only: the report holds every prompt and reply of the runs. For the
@@ -19,7 +19,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from .audits import RECORDS, REPORT
 from .data import TRAJECTORIES
+
+WATCHED = (TRAJECTORIES, REPORT, RECORDS)  # the files whose change changes the page
 
 VERSION_PATH = "/__veriloop/version"
 HOST = "127.0.0.1"
@@ -39,11 +42,13 @@ def is_local_host(header: str | None) -> bool:
 
 
 def files_version(paths: Sequence[Path]) -> str:
-    """A token that changes when a trajectory file under the paths appears, grows or is
-    rewritten (size and modification time of each)."""
+    """A token that changes when a trajectory file or an audit's report or records under
+    the paths appear, grow or are rewritten (size and modification time of each)."""
     h = hashlib.sha256()
     for path in paths:
-        files = [path] if path.is_file() else sorted(path.rglob(TRAJECTORIES)) if path.is_dir() else []
+        # One walk of the tree per poll, not one per name watched.
+        files = [path] if path.is_file() else sorted(
+            f for f in path.rglob("*") if f.name in WATCHED) if path.is_dir() else []
         for f in files:
             try:
                 st = f.stat()

@@ -8,7 +8,7 @@
   "use strict";
 
   var D = JSON.parse(document.getElementById("veriloop-data").textContent);
-  var S = D.S, M = D.M, T = D.T, G = D.groups;
+  var S = D.S, M = D.M, T = D.T, G = D.groups, A = D.A || [];
   var ROLES = ["system", "user", "assistant"];
   var SVGNS = "http://www.w3.org/2000/svg";
   var ROW = 30;  // list row height in px: the list draws only the rows in view
@@ -175,9 +175,11 @@
     h("h1", null, D.title),
     h("nav", null,
       h("a", { on: { click: function () { go({ view: "home" }); } } }, "Overview"),
-      h("a", { on: { click: function () { go({ view: "list" }); } } }, "Trajectories")),
+      h("a", { on: { click: function () { go({ view: "list" }); } } }, "Trajectories"),
+      A.length ? h("a", { on: { click: function () { go({ view: "audits" }); } } }, "Audits") : null),
     h("span", { cls: "meta" }, T.length + " trajectories from " + D.sources.length + " run" +
-      (D.sources.length === 1 ? "" : "s") + " · " + D.paths.join(", ")),
+      (D.sources.length === 1 ? "" : "s") + (A.length ? ", " + A.length + " audit" + (A.length === 1 ? "" : "s") : "") +
+      " · " + D.paths.join(", ")),
     D.live && location.protocol.indexOf("http") === 0 ? h("span", { cls: "live" }, "live") : null);
   var body = h("main");
   app.appendChild(top);
@@ -188,7 +190,9 @@
     if (state.view === "t" && T[state.t]) drawTrajectory(body, Number(state.t));
     else if (state.view === "cmp" && T[state.a] && T[state.b]) drawCompare(body, Number(state.a), Number(state.b));
     else if (state.view === "list") drawList(body);
-    else { drawOverview(body); drawList(body); }
+    else if (state.view === "audits" && A.length) drawAudits(body);
+    else if (!G.length && A.length) drawAudits(body);  // an audit alone: no run to show
+    else { drawOverview(body); if (A.length) drawAudits(body); drawList(body); }
   }
 
   // ---- overview: the results table and the two charts ----
@@ -430,6 +434,65 @@
     });
     return h("div", { cls: "chart" }, h("h3", null, metric + " over k"), root,
       legend(function (g) { return curveOf(g, metric); }));
+  }
+
+  // ---- audits: known-wrong answers, plain and dressed by each family (veriloop audit) ----
+  function rateText(rate, ci, k, n) {
+    return n ? pct(rate) + " (" + pct(ci[0]) + "–" + pct(ci[1]) + "), " + k + "/" + n : "–";
+  }
+  function points(x) { var v = Math.round(100 * x); return (v > 0 ? "+" : "") + v; }
+  function drawAudits(root) {
+    root.appendChild(h("h2", null, "Audits"));
+    root.appendChild(h("p", { cls: "muted note" }, "Every answer audited is wrong by ground truth, so every accept " +
+      "is a false accept. Each family dresses the same wrong answers; 'dressed − plain' is the paired difference " +
+      "in points (95% bootstrap interval) with the exact McNemar p. Rates carry 95% Wilson intervals. Below " +
+      "each table: the dressed answers each verifier accepted."));
+    A.forEach(function (a) {
+      root.appendChild(h("h3", null, breakable(a.label)));
+      var facts = [["domain", a.domain], ["model", a.model], ["seed", a.seed], ["answers", a.answers]];
+      root.appendChild(h("div", { cls: "tmeta" }, facts.map(function (kv) {
+        return h("span", null, kv[0] + " ", h("b", null, String(kv[1])));
+      }), h("span", null, a.known_wrong + " known-wrong answers on " + a.instances + " instances (" + a.dropped +
+        " right ones left out) · " + a.judgements + " judgements · " + a.calls + " model calls"),
+      a.stopped ? h("span", { cls: "no" }, "stopped early: " + a.stopped) : null));
+      var summaries = table();
+      a.families.forEach(function (f) { summaries[f.name] = f.summary; });
+      var heads = ["verifier", "family", "kind", "false accepts, plain", "false accepts, dressed", "dressed − plain",
+        "p", "n/a", "missing", "unreadable"];
+      var tb = h("tbody");
+      a.rows.forEach(function (r) {
+        var plain = r.family === "plain";
+        var cells = [r.verifier, r.family, plain ? "–" : r.kind,
+          rateText(r.plain_rate, r.plain_ci95, r.plain_accepts, r.n),
+          plain ? "–" : rateText(r.dressed_rate, r.dressed_ci95, r.dressed_accepts, r.n),
+          plain || !r.difference_ci95 ? "–" : points(r.difference) + " (" + points(r.difference_ci95[0]) + " to " +
+            points(r.difference_ci95[1]) + ")",
+          plain || !r.n ? "–" : (r.p_value < 0.001 ? "<0.001" : fixed(r.p_value, 3)),
+          plain ? "–" : String(r.not_applicable), String(r.missing), String(r.unreadable)];
+        tb.appendChild(h("tr", { title: plain ? "the wrong answers as they are" : summaries[r.family] },
+          cells.map(function (c, i) { return h("td", i < 3 ? { cls: "text" } : null, c); })));
+      });
+      root.appendChild(h("div", { cls: "wide" }, h("table", { cls: "results audit" }, h("thead", null, h("tr", null,
+        heads.map(function (x, i) { return h("th", i < 3 ? { cls: "text" } : null, x); }))), tb)));
+      var fooled = a.accepted.filter(function (x) { return x.items.length; });
+      if (!fooled.length) root.appendChild(h("p", { cls: "muted" }, "No dressed answer was accepted."));
+      fooled.forEach(function (x) { root.appendChild(acceptedAnswers(x)); });
+    });
+  }
+  // The texts are drawn when the list is opened: an audit may hold thousands.
+  function acceptedAnswers(x) {
+    var body = h("div");
+    var box = h("details", { cls: "accepted", on: { toggle: function () {
+      if (!box.open || body.firstChild) return;
+      x.items.forEach(function (it) {
+        body.appendChild(h("div", { cls: "card" }, h("div", { cls: "hd" }, h("b", null, it[0]),
+          "answer " + it[1] + " (" + it[2] + ")",
+          it[4] ? h("span", { cls: "badge" }, "plain accepted too") : h("span", { cls: "badge fa" }, "plain rejected")),
+          h("div", { cls: "bd" }, pre(txt(it[3])))));
+      });
+    } } }, h("summary", null, x.verifier + " accepted " + x.items.length + " answer" +
+      (x.items.length === 1 ? "" : "s") + " dressed by " + x.family), body);
+    return box;
   }
 
   // ---- the trajectory list: filters with counts, rows drawn only when in view ----
