@@ -879,8 +879,6 @@ async def aaudit(
         domain: A domain object or a built-in domain's name (see `data` and `domain_options`).
         verifiers: A verifier name (`veriloop.VERIFIERS`: "sound", "llm", "hidden", ...;
             `NAME@T` sets a threshold) or several; each judges every answer.
-
-    Keyword Args:
         out: The audit directory: every judgement is a line of its audit.jsonl as it is
             made, so an interrupted audit resumes there; audit.md and audit.json are
             written at the end.
@@ -967,9 +965,22 @@ def audit(domain: Domain | str, verifiers: str | Sequence[str], **options: Any) 
         domain: A domain object or a built-in domain's name.
         verifiers: A verifier name (`veriloop.VERIFIERS`, e.g. "sound", "llm", "hidden")
             or several.
-        **options: The keyword arguments of `aaudit`: `out` (required), `model`,
-            `families`, `n`, `offset`, `seed`, `data`, `domain_options`, `answers`,
-            `max_calls`, `concurrency`, `cache`, `on_progress`, `progress`.
+
+    Keyword Args:
+        out: The audit directory (required; resumable).
+        model: The model, for verifiers that ask one.
+        families: Exploit family names (default: every family that applies).
+        n: How many instances (default 10).
+        offset: How many instances to skip first.
+        seed: The seed of the choices and calls.
+        data: A data file for a built-in domain.
+        domain_options: Options of a built-in domain.
+        answers: A run directory whose wrong final replies are audited.
+        max_calls: A budget of model calls.
+        concurrency: Judgements at once.
+        cache: The call cache (as `aaudit` takes it).
+        on_progress: A `(done, total)` callback.
+        progress: Whether to show a progress bar.
 
     Returns:
         An `AuditResult`: one row per verifier and family (false-accept rates plain and

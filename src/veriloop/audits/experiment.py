@@ -11,7 +11,7 @@ audit.md says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,7 +85,6 @@ async def report(
     """Audit each domain of the experiment; audit.md gathers their tables."""
     from ..domains.base import as_base_domain
     from ..experiment.results import cell_trajectories
-    from ..reproduce import staged
     from ..runs.jsonl import write_file
     from . import families_for
     from .answers import answers_from_trajectories
@@ -125,13 +124,21 @@ async def report(
         config = audit_config(plan, model, None, dict(domain_options) if isinstance(domain_options, dict) else {})
         config["answers"] = options.answers
         outcome = await run_audit(plan, model, audit_dir, config=config, max_calls=options.max_calls,
-                                  concurrency=options.concurrency, on_progress=staged(update, f"{key}: audit"))
+                                  concurrency=options.concurrency, on_progress=_staged(update, f"{key}: audit"))
         done = finish_audit(plan, outcome, audit_dir, model.name, config["answers"])
         table = done.report_md.read_text().split("\n", 1)[1]  # its own "# Audit: ..." title becomes a section
         parts.append(f"\n## {key}\n" + (f"\nLeft out (cannot judge {domain.name}): {', '.join(left)}.\n" if left else "")
                      + table)
     write_file(result.out_dir / "audit.md", "".join(parts))
     return ["audit.md"]
+
+
+def _staged(update: Callable[[str, int, int], None] | None, stage: str) -> Callable[[int, int], None] | None:
+    """A (done, total) progress callback reporting under `stage`, or None."""
+    if update is None:
+        return None
+    report = update
+    return lambda done, total: report(stage, done, total)
 
 
 REPORT = Report(options=Options, run=report, check=check)
