@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from ..domains.base import BaseDomain, Instance
 from ..errors import VeriloopError
@@ -85,9 +85,11 @@ class Family:
         ```
     """
 
-    name: ClassVar[str]
-    kind: ClassVar[str]
-    summary: ClassVar[str]
+    # Plain attributes, not ClassVars: a subclass sets them on the class, and one class may
+    # also serve several families, each an instance with its own (judge.py's Appended).
+    name: str
+    kind: str
+    summary: str
 
     def applies(self, domain: BaseDomain) -> bool:
         """Whether this family can dress answers of `domain` at all (default: every domain)."""
