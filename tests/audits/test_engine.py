@@ -295,3 +295,27 @@ def test_veriloop_audit_prints_the_table_and_writes_the_reports(tmp_path):
 def test_veriloop_audit_without_a_verifier_is_one_line(tmp_path):
     proc = veriloop("audit", "--domain", "game24", cwd=tmp_path)
     assert (proc.returncode, proc.stderr.strip()) == (2, "error: give at least one --verifier (sound, llm, hidden, ...)")
+
+
+class GivesTheRightAnswer(Family):
+    """A family that breaks its promise: it replaces the wrong answer with the right one."""
+
+    name = "test-right"
+    kind = "reader"
+    summary = "the right answer instead of the wrong one"
+
+    def exploit(self, subject):
+        return subject.right
+
+
+def test_a_dressed_answer_ground_truth_calls_right_is_counted_and_listed_apart(tmp_path):
+    FAMILIES["test-right"] = GivesTheRightAnswer()
+    try:
+        result = vl.audit("game24", "sound", out=tmp_path / "a", n=2, families=["test-right"], progress=False)
+    finally:
+        del FAMILIES["test-right"]
+    row = result.row("sound", "test-right")
+    assert (row.n, row.dressed_accepts, row.right_by_ground_truth, row.right_accepted) == (6, 6, 6, 6)
+    assert result.row("sound", "plain").plain_accepts == 0
+    assert all(i.right is (i.family == "test-right") for i in records(tmp_path / "a"))
+    assert "- sound / test-right: 6 scored right, 6 of them accepted" in result.report_md.read_text()
