@@ -456,9 +456,10 @@ class Experiment(_Strict):
         tools: Settings of the tools CRITIC's verifier calls: the search corpus or URL,
             the toxicity backend, and whether the python tool may run without
             isolation. Only the CRITIC domains use them.
-        report: The name of a paper's own report (`self-verification`, `critic` or
-            `selfcheck`), whose tables are computed from the cells after they ran (default
-            None: none). An unknown name is refused.
+        report: The name of a report run on the cells after they ran: a paper's own
+            tables (`self-verification`, `critic` or `selfcheck`), or `audit` (each
+            domain's verifiers audited with exploit families; docs/guides/audit.md)
+            (default None: none). An unknown name is refused.
         report_options: Options passed to the `report`, checked against the ones it takes
             (default: none); refused without a `report`.
 
