@@ -898,7 +898,8 @@ async def aaudit(
         max_calls: The most model calls the audit's records may hold, answered by the
             cache or not (default None: no cap); the audit stops there and reports what
             it judged.
-        concurrency: How many judgements run at once (default None: 4).
+        concurrency: How many judgements run at once (default None: as many as the
+            model prefers; 4 when no verifier asks a model).
         cache: True (the default) for the default call cache, a path or a `CallCache`
             for another, False for none.
         on_progress: A function called with `(done, total)` as judgements finish
@@ -927,7 +928,7 @@ async def aaudit(
         ```
     """
     from .audits import families_for
-    from .audits.engine import DEFAULT_CONCURRENCY, NoModel, audit_config, plan_audit, run_audit
+    from .audits.engine import NoModel, audit_config, plan_audit, run_audit
     from .audits.report import finish_audit
 
     dom = get_domain(domain, **(domain_options or {})) if isinstance(domain, str) else domain
@@ -945,7 +946,7 @@ async def aaudit(
         config = audit_config(plan, lm, answers_run, dict(domain_options or {}))
         with _progress_bar(f"audit {plan.domain.name}", progress, on_progress) as report:
             outcome = await run_audit(plan, lm, out_dir, config=config, max_calls=max_calls,
-                                      concurrency=concurrency or DEFAULT_CONCURRENCY, on_progress=report)
+                                      concurrency=concurrency, on_progress=report)
         return finish_audit(plan, outcome, out_dir, lm.name, str(answers_run) if answers_run else "the domain's own")
 
     if model is None:

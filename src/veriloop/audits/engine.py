@@ -154,6 +154,12 @@ def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instan
                      {name: facts(v).calls for name, v in built.items()})
 
 
+def judgements_at_once(model: Model) -> int:
+    """The default concurrency: what the model prefers (an in-process model batches up to
+    16 sequences), and DEFAULT_CONCURRENCY sandbox runs when no model is asked."""
+    return DEFAULT_CONCURRENCY if isinstance(model, NoModel) else max(1, model.preferred_concurrency)
+
+
 class NoModel:
     """The model of an audit whose verifiers call none: a call is a bug, said in one line."""
 
@@ -199,7 +205,7 @@ class AuditOutcome:
 
 
 async def run_audit(plan: AuditPlan, model: Model, out_dir: Path, *, config: dict[str, Any],
-                    max_calls: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+                    max_calls: int | None = None, concurrency: int | None = None,
                     on_progress: Callable[[int, int], None] | None = None) -> AuditOutcome:
     """Judge the plan's work not yet in `out_dir`'s records; returns every record of the
     plan (old and new). See the module's invariants."""
@@ -222,7 +228,7 @@ async def run_audit(plan: AuditPlan, model: Model, out_dir: Path, *, config: dic
         if on_progress:
             on_progress(done, len(plan.work))
         stopped: list[str] = []
-        gate = asyncio.Semaphore(max(1, concurrency))
+        gate = asyncio.Semaphore(max(1, concurrency or judgements_at_once(model)))
         writer = RecordWriter(path)
         new = 0
 

@@ -38,7 +38,7 @@ class Options(BaseModel):
     answers: Literal["domain", "cells"] = "domain"
     instances: int | None = Field(default=None, ge=1)  # the first N instances of each domain (default: all)
     max_calls: int | None = Field(default=None, ge=0)  # per domain's audit
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)  # default: what the model prefers
 
 
 def check(experiment: Experiment, options: BaseModel) -> None:

@@ -42,7 +42,9 @@ def audit(
     seed: Annotated[int, typer.Option(help="Seed for the answers' and families' choices and for calls.")] = 0,
     max_calls: Annotated[int | None, typer.Option(
         help="Stop once the records hold this many model calls (cached ones count).", min=0)] = None,
-    concurrency: Annotated[int, typer.Option(help="Judgements at once.", min=1)] = 4,
+    concurrency: Annotated[int | None, typer.Option(
+        help="Judgements at once (default: as many as the model prefers; 4 sandbox runs without a model).",
+        min=1)] = None,
     cache: CacheFlags = TYPED,
 ) -> None:
     """Audit verifiers: how often each accepts known-wrong answers, plain and dressed by
