@@ -261,6 +261,9 @@ EXAMPLES: dict[str, Example] = {
     "audit --domain game24 --verifier sound --verifier llm": Example(
         add=f"{MODEL} -n 1 --family claim-correct", prints=("| sound | plain | - | 0% (0%-56%), 0/3 |",),
         writes=("runs/audit-game24/audit.md", "runs/audit-game24/audit.json")),
+    "audit --domain game24 --verifier sound -n 10": Example(
+        add="-n 1", prints=("42 judgements (42 new), 0 backend calls",),
+        writes=("runs/audit-game24-no-model-seed0/audit.md",)),
     # The LLM as verifier; the self-verification paper.
     "study verification": Example(add=f"{MODEL} -n 1",
                                   writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),
