@@ -14,8 +14,10 @@ Invariants:
   `text` None and no verdict, so the report can say for how many answers a family was
   not applicable; it costs no call.
 - The budget (`max_calls`) counts every model call the records hold, answered by the
-  cache or not, checked before each call: an audit stops at the same place on every
-  machine. The judgement in flight when it is reached is not recorded.
+  cache or not, checked before each call: no call starts once it is reached, so one
+  judgement at a time stops at the same place on every machine; with several at once,
+  calls already started may end a few past the cap (as experiment/budget.py says of
+  tokens). A judgement cut off by the cap is not recorded.
 - Only the plain and dressed texts, never a model's reply, are judged by the sandbox.
 - Each judged text is also scored by ground truth (`right`): a family promises an answer
   that is still wrong, and where ground truth itself calls a dressed answer right (a
