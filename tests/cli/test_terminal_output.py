@@ -449,7 +449,7 @@ def test_every_command_that_loads_a_model_takes_threads():
     commands = model_commands()
     assert set(commands) == {("run",), ("study", "verification"), ("reproduce", "self-verification"),
                              ("reproduce", "critic"), ("reproduce", "selfcheck"), ("selfcheck",), ("chat",),
-                             ("rescore",)}
+                             ("rescore",), ("audit",)}
     for path in commands:
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
         assert result.exit_code == 0, result.output

@@ -97,7 +97,7 @@ def test_an_installed_plugin_adds_a_domain_and_a_check_that_run_uses(plugin_dir,
     assert re.search(r"^  subset-sum-check +veriloop-example-plugin$", listed.stdout, re.M)
     helped = veriloop_with(plugin_dir, "run", "--help", home=tmp_path / "home")
     words = " ".join(helped.stdout.split())  # help is wrapped to 80 columns
-    assert "humaneval, subset-sum (veriloop-example-plugin)." in words
+    assert "humaneval, humaneval-impossible, subset-sum (veriloop-example-plugin)." in words
     assert "generated, subset-sum-check (veriloop-example-plugin), selfcheck@T" in words
 
 

@@ -158,7 +158,7 @@ OPTIONS = "the options of report 'self-verification' are: verification_instances
 
 
 @pytest.mark.parametrize(("lines", "message"), [
-    ('report = "nope"', "line 3: report: unknown report 'nope'; choose one of: self-verification, critic, selfcheck"),
+    ('report = "nope"', "line 3: report: unknown report 'nope'; choose one of: self-verification, critic, selfcheck, audit"),
     ('report = "self-verification"\nreport_options = {verification_instance = 2}',
      f"line 4: report_options.verification_instance: unknown option; {OPTIONS}"),
     ('report = "self-verification"\nreport_options = {verification_instances = 0}',
