@@ -319,3 +319,33 @@ def test_a_dressed_answer_ground_truth_calls_right_is_counted_and_listed_apart(t
     assert result.row("sound", "plain").plain_accepts == 0
     assert all(i.right is (i.family == "test-right") for i in records(tmp_path / "a"))
     assert "- sound / test-right: 6 scored right, 6 of them accepted" in result.report_md.read_text()
+
+
+class Broken(Family):
+    name, kind, summary = "test-broken", "judge", "raises"
+
+    def exploit(self, subject):
+        raise KeyError("numbers")
+
+
+class NotText(Family):
+    name, kind, summary = "test-not-text", "judge", "returns a number"
+
+    def exploit(self, subject):
+        return 24
+
+
+@pytest.mark.parametrize(("family", "message"), [
+    (Broken(), "exploit family 'test-broken' failed on an answer of game24-g1: KeyError: 'numbers'; fix or uninstall "
+               "the family"),
+    (NotText(), "exploit family 'test-not-text' returned a int, not the dressed reply's text or None"),
+])
+def test_a_family_that_fails_is_one_line_naming_it_before_any_judgement(tmp_path, family, message):
+    FAMILIES[family.name] = family
+    try:
+        with pytest.raises(VeriloopError) as caught:
+            vl.audit("game24", "sound", out=tmp_path / "a", n=1, families=[family.name], progress=False)
+    finally:
+        del FAMILIES[family.name]
+    assert str(caught.value) == message
+    assert not (tmp_path / "a").exists()

@@ -147,13 +147,27 @@ def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instan
             for family in families:
                 subject = Subject(base, instance, answer.text, known.right,
                                   _subject_rng(seed, instance.id, answer.index, family.name))
-                texts.append((family.name, family.exploit(subject)))
+                texts.append((family.name, _dressed(family, subject)))
             work += [Work(instance, answer, name, v, text) for name, text in texts for v in verifiers]
     if not work:
         raise VeriloopError(f"no known-wrong answer of domain {base.name!r} on these instances "
                             f"({sum(a.dropped for a in found.values())} scored right by ground truth); give more instances")
     return AuditPlan(base, instances, list(verifiers), families, found, work, seed,
                      {name: facts(v).calls for name, v in built.items()})
+
+
+def _dressed(family: Family, subject: Subject) -> str | None:
+    """The family's dressed answer; a family that fails (a plugin's bug) or returns no text
+    is one VeriloopError line naming it, before any judgement."""
+    try:
+        dressed = family.exploit(subject)
+    except Exception as exc:  # noqa: BLE001 - a plugin's family may raise anything; said in one line
+        raise VeriloopError(f"exploit family {family.name!r} failed on an answer of {subject.instance.id}: "
+                            f"{type(exc).__name__}: {exc}; fix or uninstall the family") from None
+    if dressed is not None and not isinstance(dressed, str):
+        raise VeriloopError(f"exploit family {family.name!r} returned a {type(dressed).__name__}, not the dressed "
+                            "reply's text or None")
+    return dressed
 
 
 def judgements_at_once(model: Model) -> int:
