@@ -928,8 +928,8 @@ async def aaudit(
         ```
     """
     from .audits import families_for
-    from .audits.engine import NoModel, audit_config, plan_audit, run_audit
-    from .audits.report import finish_audit
+    from .audits.engine import NoModel, plan_audit
+    from .audits.report import execute_audit
 
     dom = get_domain(domain, **(domain_options or {})) if isinstance(domain, str) else domain
     instances = dom.load_instances(str(data) if data is not None else None, n=n, offset=offset)
@@ -943,11 +943,10 @@ async def aaudit(
     out_dir = Path(out)
 
     async def go(lm: Model) -> AuditResult:
-        config = audit_config(plan, lm, answers_run, dict(domain_options or {}))
         with _progress_bar(f"audit {plan.domain.name}", progress, on_progress) as report:
-            outcome = await run_audit(plan, lm, out_dir, config=config, max_calls=max_calls,
-                                      concurrency=concurrency, on_progress=report)
-        return finish_audit(plan, outcome, out_dir, lm.name, str(answers_run) if answers_run else "the domain's own")
+            return await execute_audit(plan, lm, out_dir, answers=str(answers_run) if answers_run else "the domain's own",
+                                       domain_options=dict(domain_options or {}), max_calls=max_calls,
+                                       concurrency=concurrency, on_progress=report)
 
     if model is None:
         return await go(NoModel())

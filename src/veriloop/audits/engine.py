@@ -191,9 +191,10 @@ class NoModel:
         pass
 
 
-def audit_config(plan: AuditPlan, model: Model, answers_run: Path | None, domain_options: dict[str, Any]) -> dict[str, Any]:
+def audit_config(plan: AuditPlan, model: Model, answers: str, domain_options: dict[str, Any]) -> dict[str, Any]:
+    """What an audit directory is kept for (see `check_config`); `answers` names the answers' source."""
     return {"domain": plan.domain.name, "domain_options": domain_options, "model": model.identity,
-            "seed": plan.seed, "answers": str(answers_run) if answers_run else "the domain's own"}
+            "seed": plan.seed, "answers": answers}
 
 
 def check_config(out_dir: Path, config: dict[str, Any]) -> None:

@@ -88,8 +88,8 @@ async def report(
     from ..runs.jsonl import write_file
     from . import families_for
     from .answers import answers_from_trajectories
-    from .engine import audit_config, plan_audit, run_audit
-    from .report import finish_audit
+    from .engine import plan_audit
+    from .report import execute_audit
 
     options = Options.model_validate(experiment.report_options)
     generator, seed = experiment.generator_names()[0], experiment.seeds[0]
@@ -121,11 +121,10 @@ async def report(
             continue
         audit_dir = cells[0].run_dir.parent / f"audit-seed{seed}"
         domain_options = dom.config.get("domain_options")
-        config = audit_config(plan, model, None, dict(domain_options) if isinstance(domain_options, dict) else {})
-        config["answers"] = options.answers
-        outcome = await run_audit(plan, model, audit_dir, config=config, max_calls=options.max_calls,
-                                  concurrency=options.concurrency, on_progress=_staged(update, f"{key}: audit"))
-        done = finish_audit(plan, outcome, audit_dir, model.name, config["answers"])
+        done = await execute_audit(plan, model, audit_dir, answers=options.answers,
+                                   domain_options=dict(domain_options) if isinstance(domain_options, dict) else {},
+                                   max_calls=options.max_calls, concurrency=options.concurrency,
+                                   on_progress=_staged(update, f"{key}: audit"))
         table = done.report_md.read_text().split("\n", 1)[1]  # its own "# Audit: ..." title becomes a section
         parts.append(f"\n## {key}\n" + (f"\nLeft out (cannot judge {domain.name}): {', '.join(left)}.\n" if left else "")
                      + table)

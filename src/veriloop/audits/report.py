@@ -26,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +205,19 @@ def finish_audit(plan: Any, outcome: Any, out_dir: Path, model_name: str, answer
     json_path, md_path = write_report(out_dir, rows, meta)
     return AuditResult(rows=rows, out_dir=out_dir, report_md=md_path, report_json=json_path, stopped=outcome.stopped,
                        judgements=len(outcome.items), new=outcome.new)
+
+
+async def execute_audit(plan: Any, model: Any, out_dir: Path, *, answers: str, domain_options: dict[str, Any],
+                        max_calls: int | None = None, concurrency: int | None = None,
+                        on_progress: Callable[[int, int], None] | None = None,
+                        model_name: str | None = None) -> AuditResult:
+    """The one way an audit runs, for `veriloop audit`, `veriloop.aaudit` and the `audit`
+    report: judge the plan's missing work in `out_dir` (engine.run_audit), then write its
+    reports. `answers` names the answers' source in the config and the reports;
+    `model_name` the model in them (default: the model's own name)."""
+    from .engine import audit_config, run_audit
+
+    config = audit_config(plan, model, answers, domain_options)
+    outcome = await run_audit(plan, model, out_dir, config=config, max_calls=max_calls, concurrency=concurrency,
+                              on_progress=on_progress)
+    return finish_audit(plan, outcome, out_dir, model_name or model.name, answers)

@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import VeriloopError
-from .common import Session, out, run_on_model, slug
+from .common import out, run_on_model, slug
 from .options import TYPED, CacheFlags, ModelFlags, grouped
 from .run import domain_options
 
 if TYPE_CHECKING:
-    from ..audits.engine import AuditOutcome
+    from collections.abc import Callable
+
+    from ..audits.report import AuditResult
+    from ..models.base import Model
 
 
 @grouped
@@ -53,8 +56,8 @@ def audit(
     difference with McNemar's p; writes audit.md, audit.json and one record per
     judgement (kill it and run it again: it resumes)."""
     from ..audits import FAMILIES, families_for
-    from ..audits.engine import NoModel, audit_config, plan_audit, run_audit
-    from ..audits.report import finish_audit
+    from ..audits.engine import NoModel, plan_audit
+    from ..audits.report import execute_audit
     from ..domains import get_domain
     from ..domains.base import as_base_domain
     from ..progress import ProgressReporter
@@ -77,21 +80,18 @@ def audit(
     source = str(answers) if answers else "the domain's own"
     title = f"audit {domain}: {len(plan.work)} judgements"
 
-    if not plan.needs_model:
-        lm = NoModel()
-        with ProgressReporter(title) as bar:
-            outcome = asyncio.run(run_audit(plan, lm, audit_dir, config=audit_config(plan, lm, answers, options),
-                                            max_calls=max_calls, concurrency=concurrency, on_progress=bar.update))
-        calls = 0
-        model_name = lm.name
-    else:
-        async def job(s: Session) -> AuditOutcome:
-            return await run_audit(plan, s.model, audit_dir, config=audit_config(plan, s.model, answers, options),
-                                   max_calls=max_calls, concurrency=concurrency, on_progress=s.progress.update)
+    async def job(lm: Model, on_progress: Callable[[int, int], None]) -> AuditResult:
+        return await execute_audit(plan, lm, audit_dir, answers=source, domain_options=options, max_calls=max_calls,
+                                   concurrency=concurrency, on_progress=on_progress, model_name=model.model
+                                   if plan.needs_model else None)
 
-        outcome, calls = run_on_model(model.choice(cache), job, progress=title, kept_in=audit_dir)
-        model_name = model.model
-    result = finish_audit(plan, outcome, audit_dir, model_name, source)
+    if not plan.needs_model:
+        with ProgressReporter(title) as bar:
+            result = asyncio.run(job(NoModel(), bar.update))
+        calls = 0
+    else:
+        result, calls = run_on_model(model.choice(cache), lambda s: job(s.model, s.progress.update), progress=title,
+                                     kept_in=audit_dir)
     print_markdown(out, result.report_md.read_text())
     if result.stopped:
         out.print(f"stopped early: {result.stopped}; run again with a higher --max-calls to go on", highlight=False)
