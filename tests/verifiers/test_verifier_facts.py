@@ -104,3 +104,14 @@ def test_a_check_function_or_an_object_that_states_nothing_gets_the_defaults():
 
     assert (facts(FunctionCheck(lambda row, answer: True)).calls, facts(Bare()).calls) == (0, None)
     assert verifier_calls(Bare()) is None and not facts(Bare()).takes_threshold
+
+
+@pytest.mark.parametrize("name", ["critic", "critic-notool"])
+def test_the_critic_refuses_a_domain_without_critic_before_any_call(name):
+    """As `sound` and the code verifiers do: a loop or an audit with the critic on Game of 24
+    is one line before the model loads, not an error at the first judgement."""
+    from veriloop.domains.game24.domain import Game24
+
+    strategy = parse_strategy(f"backprompt:verifier={name}")
+    with pytest.raises(VeriloopError, match="^domain 'game24' does not support CRITIC"):
+        strategy.check_domain(Game24())

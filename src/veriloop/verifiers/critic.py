@@ -29,7 +29,6 @@ WRAP_UP = f"You have used all your tool calls. Write your critique now from the 
 MAX_SHOWN_CHARS = 3000
 
 
-
 def as_critic_task(domain: Domain) -> CriticDomain:
     """The domain as a CRITIC task, or a VeriloopError naming the tasks that are."""
     if not isinstance(domain, CriticTask):
@@ -68,6 +67,9 @@ class CriticVerifier(BaseVerifier):
         self.max_interactions = max_interactions
         self.max_tokens = max_tokens
         self.name = "critic" if use_tools else "critic-notool"
+
+    def check_domain(self, domain: Domain) -> None:
+        as_critic_task(domain)
 
     async def critique(self, episode: Episode, text: str, round: int, temperature: float = 0.0) -> Critique:
         domain = as_critic_task(episode.domain)
