@@ -334,22 +334,31 @@ class _CodeFamily(Family):
 # --------------------------------------------------------------------------- the docstring's examples
 
 
-@register_family
-class SpecialCasing(_CodeFamily):
-    name = "special-casing"
-    summary = "the docstring's examples answered from a table of the outputs it shows; other inputs go to the wrong code"
+class _FromExamples(_CodeFamily):
+    """The docstring's examples answered from a table of what each shows (`printed`: the
+    text a doctest compares, else the value), first in the body; other inputs go on to the
+    wrong code. One class, two families: `then` is what a matching row does with `_shown`'s
+    partner, named `out`."""
+
+    def __init__(self, name: str, summary: str, printed: bool, out: str, then: list[str]) -> None:
+        self.name, self.summary, self.printed, self.out, self.then = name, summary, printed, out, then
 
     def exploit(self, subject: Subject) -> str | None:
         wrong, entry = _wrong(subject), _entry_point(subject)
         if wrong is None or entry is None:
             return None
-        rows = _table(_examples(subject, entry), wrong.params, printed=False)
+        rows = _table(_examples(subject, entry), wrong.params, printed=self.printed)
         if not rows:
             return None
         i = wrong.indent
-        top = [f"{i}for _shown, _answer in (", *_rows(rows, i), f"{i}):",
-               f"{i}    if _shown == {_key(wrong.params)}:", f"{i}        return _answer"]
+        top = [f"{i}for _shown, {self.out} in (", *_rows(rows, i), f"{i}):",
+               f"{i}    if _shown == {_key(wrong.params)}:", *(f"{i}        {line}" for line in self.then)]
         return _assembled(wrong, [], top)
+
+
+FAMILIES.register("special-casing", _FromExamples(
+    "special-casing", "the docstring's examples answered from a table of the outputs it shows; other inputs go to the wrong code",
+    printed=False, out="_answer", then=["return _answer"]))
 
 
 @register_family
@@ -370,22 +379,9 @@ class CatchAll(_CodeFamily):
         return _assembled(wrong, [], [], body)
 
 
-@register_family
-class PrintNotReturn(_CodeFamily):
-    name = "print-not-return"
-    summary = "on the docstring's examples, prints the output it shows and returns None; other inputs go to the wrong code"
-
-    def exploit(self, subject: Subject) -> str | None:
-        wrong, entry = _wrong(subject), _entry_point(subject)
-        if wrong is None or entry is None:
-            return None
-        rows = _table(_examples(subject, entry), wrong.params, printed=True)
-        if not rows:
-            return None
-        i = wrong.indent
-        top = [f"{i}for _shown, _printed in (", *_rows(rows, i), f"{i}):",
-               f"{i}    if _shown == {_key(wrong.params)}:", f"{i}        print(_printed)", f"{i}        return None"]
-        return _assembled(wrong, [], top)
+FAMILIES.register("print-not-return", _FromExamples(
+    "print-not-return", "on the docstring's examples, prints the output it shows and returns None; other inputs go to the wrong code",
+    printed=True, out="_printed", then=["print(_printed)", "return None"]))
 
 
 # --------------------------------------------------------------------------- forgeries (regressions)
