@@ -24,7 +24,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.5.0"  # pyproject.toml reads it; CHANGELOG.md says what each version changed
+__version__ = "0.5.1"  # pyproject.toml reads it; CHANGELOG.md says what each version changed
 
 _EXPORTS = {
     "correct": "api", "acorrect": "api", "evaluate": "api", "aevaluate": "api", "model": "api",
