@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import veriloop as vl
+from veriloop.audits.engine import AuditItem
 from veriloop.errors import VeriloopError
 
 WRONG = "Answer: 1 + 1 + 11 + 13"  # wrong on game24's first two generated puzzles (1 1 11 13; 1 1 12 13)
@@ -52,3 +53,17 @@ def test_bad_report_options_are_one_line_naming_the_key(tmp_path, options, messa
                            progress=False)
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "e").exists()
+
+
+def test_the_cells_replies_are_dressed_with_the_domains_right_answer_beside_them(tmp_path):
+    """A family that offers a right answer beside the wrong one (`two-answers`) applies to a
+    recorded reply too: the right answer is the domain's own, not the run's."""
+    vl.eval_experiment(spec(verifiers=["sound"], families=["two-answers"], answers="cells"), out=tmp_path / "e",
+                       models={"main": vl.model(lambda m: WRONG, identity="wrong", cache=False)}, cache=False,
+                       progress=False)
+    items = [AuditItem.model_validate_json(line) for line in
+             (tmp_path / "e" / "main" / "game24" / "audit-seed0" / "audit.jsonl").read_text().splitlines()]
+    dressed = sorted((i.instance_id, i.text) for i in items if i.family == "two-answers")
+    assert [instance for instance, _ in dressed] == ["game24-g1", "game24-g2"]
+    assert all(text is not None and text.startswith(WRONG) and text != WRONG for _, text in dressed)
+    assert all(i.accepted is False for i in items)  # the sound reader takes neither

@@ -8,7 +8,7 @@ Sources, in the order `known_answers` tries them:
   program-of-thought ones): the reference changed (off by one, doubled, halved), written
   in the domain's own reply shape;
 - a recorded run (`answers_from_run`): the final replies of its trajectories that ground
-  truth scored wrong.
+  truth scored wrong, with the domain's own right answer beside them when it writes one.
 
 Invariant: an answer is "known wrong" only when the domain's ground truth scores it wrong
 (`known_wrong` checks each; one it scores right is dropped and counted), so a family's
@@ -90,24 +90,30 @@ def known_answers(domain: BaseDomain, instance: Instance, seed: int = 0) -> Answ
 
     Raises VeriloopError, one line, when the domain has no source of wrong answers (then
     give a recorded run with `answers_from_run`)."""
+    source = _domain_source(domain, instance, seed)
+    if source is None:
+        raise VeriloopError(f"domain {domain.name!r} writes no known-wrong answers; audit the wrong answers of a "
+                            "recorded run of it instead (--answers RUN_DIR)")
+    return _checked(domain, instance, *source)
+
+
+def _domain_source(domain: BaseDomain, instance: Instance,
+                   seed: int) -> tuple[list[tuple[str, str, str]], str | None] | None:
+    """The domain's own wrong answers (kind, text, note) and right one, unchecked; None
+    when the domain writes none."""
     from ..domains.base import MatchesReference
 
-    texts: list[tuple[str, str, str]]
-    right: str | None
     if isinstance(domain, CodeTask):
         from .code import right_function, wrong_functions
 
-        texts, right = list(wrong_functions(instance)), right_function(instance)
-    elif isinstance(domain, SupportsStudies):
+        return list(wrong_functions(instance)), right_function(instance)
+    if isinstance(domain, SupportsStudies):
         candidates = domain.candidates(instance, random.Random(f"{seed}:{instance.id}"))
-        texts = [(c.kind, c.text, c.note) for c in candidates if not c.correct]
-        right = next((c.text for c in candidates if c.correct), None)
-    elif isinstance(domain, MatchesReference):
-        texts, right = _numeric_texts(domain, instance)
-    else:
-        raise VeriloopError(f"domain {domain.name!r} writes no known-wrong answers; audit the wrong answers of a "
-                            "recorded run of it instead (--answers RUN_DIR)")
-    return _checked(domain, instance, texts, right)
+        return [(c.kind, c.text, c.note) for c in candidates if not c.correct], next(
+            (c.text for c in candidates if c.correct), None)
+    if isinstance(domain, MatchesReference):
+        return _numeric_texts(domain, instance)
+    return None
 
 
 def _checked(domain: BaseDomain, instance: Instance, texts: list[tuple[str, str, str]], right: str | None) -> Answers:
@@ -123,7 +129,7 @@ def _checked(domain: BaseDomain, instance: Instance, texts: list[tuple[str, str,
     return Answers(wrong, right, dropped)
 
 
-def answers_from_run(run_dir: Path, domain: BaseDomain, instances: list[Instance]) -> dict[str, Answers]:
+def answers_from_run(run_dir: Path, domain: BaseDomain, instances: list[Instance], seed: int = 0) -> dict[str, Answers]:
     """The final replies of a recorded run's trajectories on `domain` that ground truth
     scores wrong, by instance id (see `answers_from_trajectories`). The run directory is
     read only: its files are someone else's."""
@@ -131,7 +137,7 @@ def answers_from_run(run_dir: Path, domain: BaseDomain, instances: list[Instance
     from ..runs.jsonl import read_records, run_file
 
     path = run_file(run_dir, "trajectories.jsonl")
-    found = answers_from_trajectories(read_records(path, Trajectory, "trajectory"), domain, instances)
+    found = answers_from_trajectories(read_records(path, Trajectory, "trajectory"), domain, instances, seed)
     if not found:
         raise VeriloopError(f"{path} holds no final reply of domain {domain.name!r} on the instances chosen; "
                             "audit the run's own domain and instances")
@@ -139,11 +145,12 @@ def answers_from_run(run_dir: Path, domain: BaseDomain, instances: list[Instance
 
 
 def answers_from_trajectories(trajectories: Iterable[Trajectory], domain: BaseDomain,
-                              instances: list[Instance]) -> dict[str, Answers]:
+                              instances: list[Instance], seed: int = 0) -> dict[str, Answers]:
     """The trajectories' final replies on `domain` that ground truth scores wrong, by
     instance id, each instance's in the given order; only instances among `instances`
     are kept, the same reply is kept once, and each is scored again here, not trusted
-    from its record."""
+    from its record. The right answer beside them is the domain's own, when it writes
+    one (the families that offer a right answer next to the wrong one need it)."""
     wanted = {i.id: i for i in instances}
     texts: dict[str, list[tuple[str, str, str]]] = {}
     for t in trajectories:
@@ -152,4 +159,9 @@ def answers_from_trajectories(trajectories: Iterable[Trajectory], domain: BaseDo
         found = texts.setdefault(t.instance_id, [])
         if all(text != t.final_text for _, text, _ in found):
             found.append(("recorded", t.final_text, f"{t.strategy}, seed {t.seed}"))
-    return {i: _checked(domain, wanted[i], found, None) for i, found in texts.items()}
+    return {i: _checked(domain, wanted[i], found, _domain_right(domain, wanted[i], seed)) for i, found in texts.items()}
+
+
+def _domain_right(domain: BaseDomain, instance: Instance, seed: int) -> str | None:
+    source = _domain_source(domain, instance, seed)
+    return None if source is None else source[1]

@@ -10,6 +10,9 @@ Invariants:
 - A directory holds one audit's subjects: the domain, its options, the model's identity,
   the seed and the answers' source are kept in `audit-config.json` and a rerun with
   other ones is refused (one line). Verifiers, families and instances may be added.
+- A record answers its key only for the text it judged: when the plan's text for that key
+  is another (a family, or the answers' source, changed since), the key is judged again
+  and the newer line, the last one, is the one read (here and by the viewer).
 - A dressed answer the family cannot make (`exploit` returned None) is recorded with
   `text` None and no verdict, so the report can say for how many answers a family was
   not applicable; it costs no call.
@@ -134,7 +137,7 @@ def plan_audit(domain: Any, verifiers: list[str], families: list[Family], instan
     if answers is not None:
         found = answers
     elif answers_run is not None:
-        found = answers_from_run(answers_run, base, instances)
+        found = answers_from_run(answers_run, base, instances, seed)
     else:
         found = {i.id: known_answers(base, i, seed) for i in instances}
     work: list[Work] = []
@@ -238,7 +241,7 @@ async def run_audit(plan: AuditPlan, model: Model, out_dir: Path, *, config: dic
         path = out_dir / RECORDS
         recorded = {i.key: i for i in load_records(path, AuditItem)}
         wanted = {w.key for w in plan.work}
-        todo = [w for w in plan.work if w.key not in recorded]
+        todo = [w for w in plan.work if w.key not in recorded or recorded[w.key].text != w.text]
         meter = Meter("audit", Budget(max_calls=max_calls, max_tokens=None, max_usd=None), Usage(calls=sum(i.calls for i in recorded.values())))
         metered = MeteredModel(model, [meter], price=lambda *args, **kwargs: 0.0)
         done = len(plan.work) - len(todo)

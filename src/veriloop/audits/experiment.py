@@ -112,7 +112,7 @@ async def report(
             continue
         answers = None
         if options.answers == "cells":
-            answers = answers_from_trajectories([t for p in cells for t in cell_trajectories(p)], domain, instances)
+            answers = answers_from_trajectories([t for p in cells for t in cell_trajectories(p)], domain, instances, seed)
         try:
             plan = plan_audit(domain, verifiers, families_for(domain, options.families), instances, seed=seed,
                               answers=answers)

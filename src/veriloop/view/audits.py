@@ -131,7 +131,8 @@ def accepted_answers(directory: Path, rows: Sequence[AuditRow], intern: Interner
     record order: [instance id, answer index, answer kind, text (in S), plain accepted]."""
     from ..audits.engine import AuditItem
 
-    items = read_records(run_file(directory, RECORDS), AuditItem, "judgement")
+    # A key judged again (its text changed since) is read from its last line, as the audit does.
+    items = list({i.key: i for i in read_records(run_file(directory, RECORDS), AuditItem, "judgement")}.values())
     plain = {i.key: i.accepted for i in items if i.family == PLAIN}
     accepted: dict[tuple[str, str], list[AuditItem]] = {}
     for i in items:
