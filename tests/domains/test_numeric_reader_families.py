@@ -29,6 +29,12 @@ FAMILIES = [
     ("hash-marks-two", "#### 14\n#### 12", False, False),
     ("answer-in-prose-only", "So the total is 12 apples.", False, False),
     ("equals-target-appended", "Answer: 14 = 12", False, False),
+    # Found by `veriloop audit` on the model's own GSM8K solutions ("Answer: 575 miles = 45" read 45).
+    ("equals-target-after-a-unit", "Answer: 14 miles = 12", False, False),
+    ("equals-target-after-a-currency-sign", "Answer: $14 = 12", False, False),
+    ("same-amount-two-ways", "Answer: 12 dollars = $12", True, True),
+    ("calculation-with-units-then-result", "Answer: 14 apples - 2 apples = 12", True, True),
+    ("calculation-in-words-then-result", "Answer: 3 times 4 = 12", True, True),
     ("sum-shown-then-result", "Answer: 7+5 = 12", True, True),
     ("unit-after-number", "Answer: 12 dollars", True, False),
     ("full-width-digits-right", "Answer: １２", True, True),
@@ -55,9 +61,10 @@ def test_numeric_reader_family(tail: str, gsm8k_ok: bool, math_ok: bool) -> None
         ("Answer: 14\nAnswer: 12", "has answer lines that disagree"),
         ("Answer: 12 or 14", "names several numbers in its answer line"),
         ("Answer: 14 = 12", "states 14 = 12, two different numbers"),
+        ("Answer: 14 miles = 12", "states 14 miles = 12, two different numbers"),
         ("Answer: \\boxed{14} or \\boxed{12}", "boxes several different answers on its answer line"),
     ],
-    ids=["answer-lines", "or", "equals-appended", "two-boxes"],
+    ids=["answer-lines", "or", "equals-appended", "equals-after-a-unit", "two-boxes"],
 )
 def test_gsm8k_hedged_answer_is_malformed_and_says_why(tail: str, why: str) -> None:
     instance = GSM8K.parse_instance({"question": "How many apples?", "reference": "12"})

@@ -274,16 +274,26 @@ def _error_line(error: VerdictError) -> str:
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_NUMBER_EQUALS_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?)\s*=\s*(-?\d[\d,]*(?:\.\d+)?)\s*$")
+# A quantity: a number, a currency sign before it or up to three unit words after it
+# ("14", "$14", "14 miles", "14.5 square feet"); words that make it a calculation
+# ("3 times 4", "20 of 60") are not units.
+_QUANTITY = r"[$€£]?\s*(-?\d[\d,]*(?:\.\d+)?)(?:\s+[A-Za-z]{2,}){0,3}"
+_QUANTITY_EQUALS_QUANTITY = re.compile(rf"^\s*({_QUANTITY})\s*=\s*({_QUANTITY})\s*$")
+_NOT_UNITS = frozenset({"times", "plus", "minus", "of", "by", "divided", "multiplied", "per", "over", "into",
+                        "less", "more", "than", "and", "add", "added", "subtract", "subtracted"})
 
 
 def _two_numbers(answer: str) -> str | None:
-    """Why `answer` states two numbers as one ("14 = 12"), or None: a false equation
-    appended to a wrong number is no claim that the answer is the second one."""
-    match = _NUMBER_EQUALS_NUMBER.match(answer)
-    if match and not mathcheck.numbers_match(match.group(1), match.group(2)):
-        return f"states {match.group(1)} = {match.group(2)}, two different numbers"
-    return None
+    """Why `answer` states two quantities as one ("14 = 12", "14 miles = 12"), or None: a
+    false equation appended to a wrong number is no claim that the answer is the second
+    one. A calculation shown before its result ("7 + 5 = 12", "3 times 4 = 12") is none."""
+    match = _QUANTITY_EQUALS_QUANTITY.match(answer)
+    if match is None or _NOT_UNITS & set(re.findall(r"[a-z]+", answer.lower())):
+        return None
+    left, left_number, right, right_number = match.groups()
+    if mathcheck.numbers_match(left_number.replace(",", ""), right_number.replace(",", "")):
+        return None
+    return f"states {left.strip()} = {right.strip()}, two different numbers"
 
 
 class GSM8KSteps(_StepByStep):
