@@ -277,23 +277,32 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 # A quantity: a number, a currency sign before it or up to three unit words after it
 # ("14", "$14", "14 miles", "14.5 square feet"); words that make it a calculation
 # ("3 times 4", "20 of 60") are not units.
-_QUANTITY = r"[$€£]?\s*(-?\d[\d,]*(?:\.\d+)?)(?:\s+[A-Za-z]{2,}){0,3}"
-_QUANTITY_EQUALS_QUANTITY = re.compile(rf"^\s*({_QUANTITY})\s*=\s*({_QUANTITY})\s*$")
+_QUANTITY = r"([$€£]?)\s*(-?\d[\d,]*(?:\.\d+)?)((?:\s+[A-Za-z]{2,}){0,3})"
+_QUANTITY_EQUALS_QUANTITY = re.compile(rf"^\s*{_QUANTITY}\s*=\s*{_QUANTITY}\s*$")
 _NOT_UNITS = frozenset({"times", "plus", "minus", "of", "by", "divided", "multiplied", "per", "over", "into",
                         "less", "more", "than", "and", "add", "added", "subtract", "subtracted"})
+
+
+def _unit(sign: str, words: str) -> str:
+    return " ".join([sign, *(w.lower().removesuffix("s") for w in words.split())]).strip()
 
 
 def _two_numbers(answer: str) -> str | None:
     """Why `answer` states two quantities as one ("14 = 12", "14 miles = 12"), or None: a
     false equation appended to a wrong number is no claim that the answer is the second
-    one. A calculation shown before its result ("7 + 5 = 12", "3 times 4 = 12") is none."""
+    one. A calculation shown before its result ("7 + 5 = 12", "3 times 4 = 12") is none,
+    nor is a conversion between two units ("2 hours = 120 minutes")."""
     match = _QUANTITY_EQUALS_QUANTITY.match(answer)
     if match is None or _NOT_UNITS & set(re.findall(r"[a-z]+", answer.lower())):
         return None
-    left, left_number, right, right_number = match.groups()
+    left_sign, left_number, left_words, right_sign, right_number, right_words = match.groups()
+    left_unit, right_unit = _unit(left_sign, left_words), _unit(right_sign, right_words)
+    if left_unit and right_unit and left_unit != right_unit:
+        return None
     if mathcheck.numbers_match(left_number.replace(",", ""), right_number.replace(",", "")):
         return None
-    return f"states {left.strip()} = {right.strip()}, two different numbers"
+    left, right = (side.strip() for side in answer.split("=", 1))
+    return f"states {left} = {right}, two different numbers"
 
 
 class GSM8KSteps(_StepByStep):
